@@ -1,0 +1,80 @@
+# loopwatch: `make` builds build/loopwatch, `make run` starts the system-wide
+# monitor, `make test` runs every test (as root, with real BPF), `make bench`
+# measures what tracing costs.
+OUT := build
+CC ?= gcc
+CLANG ?= clang
+BPFTOOL ?= bpftool
+ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+
+CFLAGS ?= -O2 -g
+CFLAGS += -std=gnu11 -Wall -Wextra -Werror -I$(OUT) -Ibpf -Iuserspace
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(OUT) -Ibpf -Wall -Werror
+LDLIBS := -lbpf -lelf -lz -lncursesw
+
+BPF_SRCS := $(wildcard bpf/*.bpf.c)
+BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
+BPF_HDRS := $(wildcard bpf/*.h)
+USER_SRCS := $(filter-out userspace/main.c,$(wildcard userspace/*.c))
+USER_OBJS := $(patsubst userspace/%.c,$(OUT)/%.o,$(USER_SRCS))
+USER_HDRS := $(wildcard userspace/*.h)
+UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(wildcard tests/unit/*.c))
+WORKLOADS := $(patsubst tests/workloads/%.c,$(OUT)/workloads/%,$(wildcard tests/workloads/*.c))
+
+.PHONY: all run test bench clean deps test-deps
+
+all: $(OUT)/loopwatch
+
+$(OUT)/.deps: tools/deps.sh
+	@mkdir -p $(OUT)
+	tools/deps.sh build
+	@touch $@
+
+$(OUT)/.test-deps: tools/deps.sh
+	@mkdir -p $(OUT)
+	tools/deps.sh test
+	@touch $@
+
+deps: $(OUT)/.deps
+test-deps: $(OUT)/.test-deps
+
+# generated from the running kernel's BTF: CO-RE relocates against it at load
+$(OUT)/vmlinux.h: | $(OUT)/.deps
+	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
+
+$(OUT)/bpf/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) $(OUT)/vmlinux.h
+	@mkdir -p $(@D)
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(OUT)/loopwatch.bpf.o: $(BPF_OBJS)
+	$(BPFTOOL) gen object $@ $^
+
+$(OUT)/loopwatch.skel.h: $(OUT)/loopwatch.bpf.o
+	$(BPFTOOL) gen skeleton $< name loopwatch_bpf > $@.tmp && mv $@.tmp $@
+
+$(OUT)/%.o: userspace/%.c $(USER_HDRS) $(BPF_HDRS) $(OUT)/loopwatch.skel.h
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(OUT)/loopwatch: $(OUT)/main.o $(USER_OBJS)
+	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
+
+$(OUT)/tests/%: tests/unit/%.c $(USER_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $< $(USER_OBJS) $(LDLIBS) -ldl -o $@
+
+$(OUT)/workloads/%: tests/workloads/%.c tests/workloads/*.h | $(OUT)/.deps
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O1 -g -fno-omit-frame-pointer -fno-inline -Wall -Wextra -Werror \
+		-Itests/workloads $< -o $@ -lpthread
+
+run: $(OUT)/loopwatch
+	$(OUT)/loopwatch
+
+test: $(OUT)/loopwatch $(UNIT_TESTS) $(WORKLOADS) $(OUT)/.test-deps
+	python3 tests/run.py --build $(OUT)
+
+bench: $(OUT)/loopwatch
+	$(MAKE) -C tools/bench OUT=$(abspath $(OUT))
+
+clean:
+	rm -rf $(OUT)

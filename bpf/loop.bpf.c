@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Loop iterations from the wait calls alone. Only the per-syscall
+ * tracepoints of the wait calls are attached, so every other syscall of
+ * every process pays next to nothing (raw_syscalls would tax them all).
+ * busy = return of one wait call -> entry of the next; idle = inside it.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include "maps.bpf.h"
+
+const volatile bool filter_pid = false;
+const volatile bool filter_comm = false;
+const volatile char comm_filter[LW_COMM_LEN] = {};
+
+static __always_inline bool comm__equal(const char *a, const volatile char *b)
+{
+	for (int i = 0; i < LW_COMM_LEN; i++) {
+		if (a[i] != b[i])
+			return false;
+		if (!a[i])
+			return true;
+	}
+	return true;
+}
+
+static __always_inline bool loop__wanted(struct task_struct *task, __u32 pid)
+{
+	char comm[LW_COMM_LEN];
+
+	if (filter_pid && !bpf_map_lookup_elem(&pid_filter, &pid))
+		return false;
+	if (filter_comm) {
+		BPF_CORE_READ_STR_INTO(&comm, task, group_leader, comm);
+		if (!comm__equal(comm, comm_filter))
+			return false;
+	}
+	return true;
+}
+
+static __always_inline struct lw_loop *loop__create(__u32 pid, __u32 tid)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct lw_loop *tmpl;
+	__u32 zero = 0;
+
+	if (!loop__wanted(task, pid))
+		return NULL;
+	tmpl = bpf_map_lookup_elem(&loop_scratch, &zero);
+	if (!tmpl)
+		return NULL;
+	/*
+	 * The histogram of the scratch record is never written, so it stays
+	 * zero; every other field is set here (memset of 8 KiB is not possible).
+	 */
+	__builtin_memset(tmpl, 0, offsetof(struct lw_loop, busy_hist));
+	tmpl->pid = pid;
+	tmpl->tid = tid;
+	tmpl->start_ns = BPF_CORE_READ(task, start_time);
+	BPF_CORE_READ_STR_INTO(&tmpl->comm, task, group_leader, comm);
+	bpf_get_current_comm(&tmpl->thread, sizeof(tmpl->thread));
+	bpf_map_update_elem(&loops, &tid, tmpl, BPF_ANY);
+	return bpf_map_lookup_elem(&loops, &tid);
+}
+
+static __always_inline void loop__record_busy(struct lw_loop *l, __u64 busy_ns)
+{
+	unsigned int idx = lw_hist_bucket(busy_ns);
+
+	l->iterations++;
+	l->busy_ns += busy_ns;
+	if (busy_ns > l->max_busy_ns)
+		l->max_busy_ns = busy_ns;
+	if (idx < LW_HIST_BUCKETS)
+		l->busy_hist.counts[idx]++;
+}
+
+static __always_inline int wait__enter(void)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id, pid = id >> 32;
+	__u64 now = bpf_ktime_get_ns();
+	struct lw_loop *l;
+
+	l = bpf_map_lookup_elem(&loops, &tid);
+	if (l && (l->flags & LW_THREAD_EXITED)) {
+		/* the tid was reused before userspace reaped the old record */
+		bpf_map_delete_elem(&loops, &tid);
+		l = NULL;
+	}
+	if (!l) {
+		l = loop__create(pid, tid);
+		if (!l)
+			return 0;
+	}
+	if (l->busy_start_ns && !l->in_wait)
+		loop__record_busy(l, now - l->busy_start_ns);
+	l->in_wait = 1;
+	l->wait_enter_ns = now;
+	return 0;
+}
+
+static __always_inline int wait__exit(void)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 now = bpf_ktime_get_ns();
+	struct lw_loop *l;
+
+	l = bpf_map_lookup_elem(&loops, &tid);
+	if (!l || !l->in_wait)
+		return 0;
+	l->idle_ns += now - l->wait_enter_ns;
+	l->in_wait = 0;
+	l->busy_start_ns = now;
+	return 0;
+}
+
+#define WAIT_CALL(name)						\
+SEC("tracepoint/syscalls/sys_enter_" #name)			\
+int enter_##name(void *ctx) { return wait__enter(); }		\
+SEC("tracepoint/syscalls/sys_exit_" #name)			\
+int exit_##name(void *ctx) { return wait__exit(); }
+
+WAIT_CALL(epoll_wait)
+WAIT_CALL(epoll_pwait)
+WAIT_CALL(epoll_pwait2)
+WAIT_CALL(poll)
+WAIT_CALL(ppoll)
+WAIT_CALL(select)
+WAIT_CALL(pselect6)
+
+/* Mark, don't delete: userspace still has to read the final counts. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(loop_thread_exit, struct task_struct *task)
+{
+	__u32 tid = BPF_CORE_READ(task, pid);
+	struct lw_loop *l = bpf_map_lookup_elem(&loops, &tid);
+
+	if (l)
+		l->flags |= LW_THREAD_EXITED;
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,0 +1,35 @@
+/* Helpers the test workloads share: clocks, spinning, ground-truth output. */
+#ifndef LOOPWATCH_GROUNDTRUTH_H
+#define LOOPWATCH_GROUNDTRUTH_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+static inline uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Burn CPU for ns nanoseconds of wall time. */
+static inline void spin_ns(uint64_t ns)
+{
+	uint64_t end = now_ns() + ns;
+
+	while (now_ns() < end)
+		;
+}
+
+/* Deterministic xorshift: the same seed gives the same stall pattern. */
+static inline uint32_t rng_next(uint32_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 17;
+	*s ^= *s << 5;
+	return *s;
+}
+
+#endif

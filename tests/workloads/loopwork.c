@@ -1,0 +1,160 @@
+/*
+ * A deterministic epoll loop on a timerfd. Each loop thread injects busy work
+ * of known lengths and records, as ground truth, the time from each
+ * epoll_wait return to the next epoll_wait call.
+ *
+ * usage: loopwork OUT.json PROFILE[,PROFILE...] ITERATIONS [--spinner] [--go]
+ *   PROFILE: mixed (mostly sub-ms, a tail to 20 ms) | fixed3 (3 ms each)
+ *   --spinner: one more thread that never calls a wait function
+ *   --go: wait for a line on stdin before starting (lets a tracer attach)
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+#include "groundtruth.h"
+
+struct loop_thread {
+	pthread_t thread;
+	const char *profile;
+	uint32_t seed;
+	int iterations;
+	int tid;
+	uint64_t *busy_ns;
+};
+
+static volatile bool spinner_stop;
+
+static uint64_t busy_for(const char *profile, uint32_t *seed)
+{
+	uint32_t r = rng_next(seed) % 1000;
+
+	if (!strcmp(profile, "fixed3"))
+		return 3000000;
+	if (r < 800)
+		return 100000 + rng_next(seed) % 400000;	/* 0.1-0.5 ms */
+	if (r < 950)
+		return 1000000 + rng_next(seed) % 2000000;	/* 1-3 ms */
+	if (r < 990)
+		return 5000000 + rng_next(seed) % 3000000;	/* 5-8 ms */
+	return 15000000 + rng_next(seed) % 5000000;		/* 15-20 ms */
+}
+
+static void *loop__run(void *arg)
+{
+	struct loop_thread *lt = arg;
+	struct itimerspec its = { .it_interval.tv_nsec = 2000000, .it_value.tv_nsec = 2000000 };
+	struct epoll_event ev = { .events = EPOLLIN }, out[4];
+	int ep, tfd;
+	uint64_t expirations;
+
+	lt->tid = (int)syscall(SYS_gettid);
+	pthread_setname_np(pthread_self(), lt->profile);
+	ep = epoll_create1(0);
+	tfd = timerfd_create(CLOCK_MONOTONIC, 0);
+	if (ep < 0 || tfd < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, tfd, &ev) ||
+	    timerfd_settime(tfd, 0, &its, NULL)) {
+		perror("loopwork: setup");
+		exit(1);
+	}
+	for (int i = 0; i < lt->iterations; i++) {
+		uint64_t t0, want;
+
+		if (epoll_wait(ep, out, 4, -1) < 0)
+			continue;
+		t0 = now_ns();
+		if (read(tfd, &expirations, sizeof(expirations)) < 0)
+			perror("loopwork: read");
+		want = busy_for(lt->profile, &lt->seed);
+		spin_ns(want);
+		lt->busy_ns[i] = now_ns() - t0;
+	}
+	/* a last wait closes the last iteration for a tracer */
+	epoll_wait(ep, out, 4, 0);
+	close(tfd);
+	close(ep);
+	return NULL;
+}
+
+static void *spinner__run(void *arg)
+{
+	(void)arg;
+	pthread_setname_np(pthread_self(), "spinner");
+	while (!spinner_stop) {
+		struct timespec ts = { .tv_nsec = 1000000 };
+
+		spin_ns(200000);
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+static void truth__write(const char *path, struct loop_thread *lts, int n)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f) {
+		perror("loopwork: output");
+		exit(1);
+	}
+	fprintf(f, "{\"pid\":%d,\"threads\":[", getpid());
+	for (int t = 0; t < n; t++) {
+		fprintf(f, "%s{\"tid\":%d,\"profile\":\"%s\",\"busy_ns\":[", t ? "," : "",
+			lts[t].tid, lts[t].profile);
+		for (int i = 0; i < lts[t].iterations; i++)
+			fprintf(f, "%s%llu", i ? "," : "", (unsigned long long)lts[t].busy_ns[i]);
+		fprintf(f, "]}");
+	}
+	fprintf(f, "]}\n");
+	fclose(f);
+}
+
+int main(int argc, char **argv)
+{
+	struct loop_thread lts[8];
+	pthread_t spinner;
+	bool with_spinner = false, go = false;
+	char *profiles, *p;
+	int n = 0, iterations;
+
+	if (argc < 4) {
+		fprintf(stderr, "usage: loopwork OUT PROFILES ITERATIONS [--spinner] [--go]\n");
+		return 2;
+	}
+	iterations = atoi(argv[3]);
+	for (int i = 4; i < argc; i++) {
+		with_spinner |= !strcmp(argv[i], "--spinner");
+		go |= !strcmp(argv[i], "--go");
+	}
+	printf("%d\n", getpid());
+	fflush(stdout);
+	if (go) {
+		char line[16];
+
+		if (!fgets(line, sizeof(line), stdin))
+			return 1;
+	}
+	profiles = strdup(argv[2]);
+	for (p = strtok(profiles, ","); p && n < 8; p = strtok(NULL, ","), n++) {
+		lts[n] = (struct loop_thread){ .profile = p, .seed = 2463534242u + (uint32_t)n,
+					       .iterations = iterations };
+		lts[n].busy_ns = calloc((size_t)iterations, sizeof(uint64_t));
+	}
+	if (with_spinner)
+		pthread_create(&spinner, NULL, spinner__run, NULL);
+	for (int t = 0; t < n; t++)
+		pthread_create(&lts[t].thread, NULL, loop__run, &lts[t]);
+	for (int t = 0; t < n; t++)
+		pthread_join(lts[t].thread, NULL);
+	if (with_spinner) {
+		spinner_stop = true;
+		pthread_join(spinner, NULL);
+	}
+	truth__write(argv[1], lts, n);
+	return 0;
+}

@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <stdlib.h>
+#include <string.h>
+#include "model.h"
+#include "procfs.h"
+
+#define MODEL_HASH 4096
+/* exited threads are kept for the summary; past this many the oldest go */
+#define MODEL_MAX_THREADS 16384
+
+struct model *model__new(void)
+{
+	struct model *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return NULL;
+	m->hash = calloc(MODEL_HASH, sizeof(*m->hash));
+	if (!m->hash) {
+		free(m);
+		return NULL;
+	}
+	return m;
+}
+
+void model__free(struct model *m)
+{
+	if (!m)
+		return;
+	for (size_t i = 0; i < m->nthreads; i++)
+		free(m->threads[i]);
+	free(m->threads);
+	free(m->hash);
+	free(m);
+}
+
+static struct loop_thread *model__find(struct model *m, __u32 tid, __u64 start_ns)
+{
+	struct loop_thread *t = m->hash[tid % MODEL_HASH];
+
+	for (; t; t = t->hash_next) {
+		if (t->tid == tid && t->start_ns == start_ns)
+			return t;
+	}
+	return NULL;
+}
+
+static void model__unhash(struct model *m, struct loop_thread *t)
+{
+	struct loop_thread **pp = &m->hash[t->tid % MODEL_HASH];
+
+	for (; *pp; pp = &(*pp)->hash_next) {
+		if (*pp == t) {
+			*pp = t->hash_next;
+			return;
+		}
+	}
+}
+
+/* Drop the oldest exited thread to keep the model bounded. */
+static void model__evict(struct model *m)
+{
+	for (size_t i = 0; i < m->nthreads; i++) {
+		struct loop_thread *t = m->threads[i];
+
+		if (!t->exited)
+			continue;
+		model__unhash(m, t);
+		free(t);
+		memmove(&m->threads[i], &m->threads[i + 1],
+			(m->nthreads - i - 1) * sizeof(*m->threads));
+		m->nthreads--;
+		return;
+	}
+}
+
+static struct loop_thread *model__add(struct model *m, const struct lw_loop *snap)
+{
+	struct loop_thread *t;
+
+	if (m->nthreads >= MODEL_MAX_THREADS)
+		model__evict(m);
+	if (m->nthreads == m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 64;
+		struct loop_thread **v = realloc(m->threads, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		m->threads = v;
+		m->cap = cap;
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->pid = snap->pid;
+	t->tid = snap->tid;
+	t->start_ns = snap->start_ns;
+	/* kernel-side names are a fallback when /proc is already gone */
+	memcpy(t->comm, snap->comm, LW_COMM_LEN);
+	memcpy(t->thread, snap->thread, LW_COMM_LEN);
+	t->comm[LW_COMM_LEN - 1] = t->thread[LW_COMM_LEN - 1] = '\0';
+	str__sanitize(t->comm);
+	str__sanitize(t->thread);
+	t->hash_next = m->hash[t->tid % MODEL_HASH];
+	m->hash[t->tid % MODEL_HASH] = t;
+	m->threads[m->nthreads++] = t;
+	return t;
+}
+
+void model__begin_drain(struct model *m)
+{
+	for (size_t i = 0; i < m->nthreads; i++)
+		m->threads[i]->seen = false;
+}
+
+void model__ingest(struct model *m, const struct lw_loop *snap)
+{
+	struct loop_thread *t = model__find(m, snap->tid, snap->start_ns);
+
+	if (!t)
+		t = model__add(m, snap);
+	if (!t)
+		return;
+	t->snap = *snap;
+	t->seen = true;
+	if (snap->flags & LW_THREAD_EXITED)
+		t->exited = true;
+	if (!t->exited) {
+		proc__read_comm(t->pid, t->pid, t->comm, sizeof(t->comm));
+		proc__read_comm(t->pid, t->tid, t->thread, sizeof(t->thread));
+	}
+}
+
+static void loop_view__delta(struct loop_view *v, const struct lw_loop *now,
+			     const struct lw_loop *before)
+{
+	static struct lw_hist delta;
+	__u64 max_ns;
+
+	v->iterations = now->iterations - before->iterations;
+	v->busy_ns = now->busy_ns - before->busy_ns;
+	v->idle_ns = now->idle_ns - before->idle_ns;
+	hist__diff(&delta, &now->busy_hist, &before->busy_hist);
+	/* a new all-time maximum was set in this interval: then it is exact */
+	max_ns = now->max_busy_ns;
+	hist__summarize(&delta, max_ns, &v->lag);
+	if (now->max_busy_ns != before->max_busy_ns)
+		v->lag.max_ns = now->max_busy_ns;
+}
+
+void model__end_interval(struct model *m, double interval_s)
+{
+	m->interval_s = interval_s;
+	for (size_t i = 0; i < m->nthreads; i++) {
+		struct loop_thread *t = m->threads[i];
+
+		loop_view__delta(&t->interval, &t->snap, &t->prev);
+		t->active = t->interval.iterations > 0;
+		t->prev = t->snap;
+	}
+}
+
+void loop_thread__summary(const struct loop_thread *t, struct loop_view *out)
+{
+	out->iterations = t->snap.iterations;
+	out->busy_ns = t->snap.busy_ns;
+	out->idle_ns = t->snap.idle_ns;
+	hist__summarize(&t->snap.busy_hist, t->snap.max_busy_ns, &out->lag);
+	out->lag.max_ns = t->snap.max_busy_ns;
+}
+
+double loop_view__utilization(const struct loop_view *v)
+{
+	__u64 total = v->busy_ns + v->idle_ns;
+
+	return total ? (double)v->busy_ns / (double)total : 0.0;
+}
+
+static int thread__cmp_interval(const void *a, const void *b)
+{
+	const struct loop_thread *x = *(struct loop_thread *const *)a;
+	const struct loop_thread *y = *(struct loop_thread *const *)b;
+
+	if (x->interval.lag.p99_ns != y->interval.lag.p99_ns)
+		return x->interval.lag.p99_ns < y->interval.lag.p99_ns ? 1 : -1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+static __u64 thread__summary_p99(const struct loop_thread *t)
+{
+	return hist__percentile(&t->snap.busy_hist, t->snap.iterations, 0.99,
+				t->snap.max_busy_ns);
+}
+
+static int thread__cmp_summary(const void *a, const void *b)
+{
+	const struct loop_thread *x = *(struct loop_thread *const *)a;
+	const struct loop_thread *y = *(struct loop_thread *const *)b;
+	__u64 px = thread__summary_p99(x), py = thread__summary_p99(y);
+
+	if (px != py)
+		return px < py ? 1 : -1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+struct loop_thread **model__sorted(const struct model *m, bool summary, size_t *n)
+{
+	struct loop_thread **v = calloc(m->nthreads + 1, sizeof(*v));
+	size_t k = 0;
+
+	*n = 0;
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < m->nthreads; i++) {
+		struct loop_thread *t = m->threads[i];
+
+		if (summary ? t->snap.iterations > 0 : t->active)
+			v[k++] = t;
+	}
+	qsort(v, k, sizeof(*v), summary ? thread__cmp_summary : thread__cmp_interval);
+	*n = k;
+	return v;
+}

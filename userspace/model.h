@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The model: every loop thread seen, with its latest kernel snapshot and the
+ * numbers of the last interval. Plain data that the sinks read.
+ */
+#ifndef LOOPWATCH_MODEL_H
+#define LOOPWATCH_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include "hist.h"
+
+struct loop_view {
+	__u64 iterations;
+	__u64 busy_ns;
+	__u64 idle_ns;
+	struct lag_summary lag;
+};
+
+struct loop_thread {
+	__u32 pid;
+	__u32 tid;
+	__u64 start_ns;
+	char comm[LW_COMM_LEN];
+	char thread[LW_COMM_LEN];
+	bool exited;
+	bool seen;		/* present in the latest drain */
+	bool active;		/* iterated during the last interval */
+	struct lw_loop snap;	/* latest cumulative counters from the kernel */
+	struct lw_loop prev;	/* the snapshot at the previous interval's end */
+	struct loop_view interval;
+	struct loop_thread *hash_next;
+};
+
+struct model {
+	struct loop_thread **hash;
+	struct loop_thread **threads;
+	size_t nthreads;
+	size_t cap;
+	double interval_s;	/* length of the last interval */
+	double run_s;		/* time since tracing started */
+};
+
+struct model *model__new(void);
+void model__free(struct model *m);
+void model__begin_drain(struct model *m);
+/* one kernel record; names are refreshed from /proc while the thread lives */
+void model__ingest(struct model *m, const struct lw_loop *snap);
+/* close the interval: compute per-thread deltas and percentiles */
+void model__end_interval(struct model *m, double interval_s);
+/* totals since loopwatch started watching the thread */
+void loop_thread__summary(const struct loop_thread *t, struct loop_view *out);
+/*
+ * Threads in the order a reader wants them, worst p99 first (of the interval,
+ * or of the whole run when summary is set). Returns a malloc'ed array.
+ */
+struct loop_thread **model__sorted(const struct model *m, bool summary, size_t *n);
+double loop_view__utilization(const struct loop_view *v);
+
+#endif

@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Reads from /proc about traced processes. Everything read is untrusted and may vanish. */
+#ifndef LOOPWATCH_PROCFS_H
+#define LOOPWATCH_PROCFS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+bool proc__exists(int pid);
+/* thread name of tid in pid (or the process name when tid == pid); false if gone */
+bool proc__read_comm(int pid, int tid, char *buf, size_t len);
+/* target of /proc/PID/exe; false if gone or unreadable */
+bool proc__read_exe(int pid, char *buf, size_t len);
+/* printable copy of untrusted text: control characters become '?' */
+void str__sanitize(char *s);
+
+#endif

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <stdlib.h>
+#include <time.h>
+#include "sink.h"
+
+static double ms(__u64 ns)
+{
+	return (double)ns / 1e6;
+}
+
+const char *loop_row__header(void)
+{
+	return "    PID     TID COMM            THREAD           ITER/s  UTIL%    P50ms    P90ms"
+	       "    P99ms  P99.9ms    MAXms";
+}
+
+void loop_row__format(char *buf, size_t len, const struct loop_thread *t,
+		      const struct loop_view *v, double seconds)
+{
+	double rate = seconds > 0 ? (double)v->iterations / seconds : 0;
+
+	snprintf(buf, len, "%7u %7u %-15s %-15s %7.0f %6.1f %8.3f %8.3f %8.3f %8.3f %8.3f",
+		 t->pid, t->tid, t->comm, t->thread, rate, 100.0 * loop_view__utilization(v),
+		 ms(v->lag.p50_ns), ms(v->lag.p90_ns), ms(v->lag.p99_ns), ms(v->lag.p999_ns),
+		 ms(v->lag.max_ns));
+}
+
+static void time__format(char *buf, size_t len, double ts)
+{
+	time_t secs = (time_t)ts;
+	struct tm tm;
+
+	localtime_r(&secs, &tm);
+	strftime(buf, len, "%H:%M:%S", &tm);
+}
+
+void sink_text__interval(FILE *out, const struct model *m, double ts)
+{
+	char when[16], row[256];
+	size_t n;
+	struct loop_thread **v = model__sorted(m, false, &n);
+
+	time__format(when, sizeof(when), ts);
+	fprintf(out, "%s  %zu active loop threads\n%s\n", when, n, loop_row__header());
+	for (size_t i = 0; v && i < n; i++) {
+		loop_row__format(row, sizeof(row), v[i], &v[i]->interval, m->interval_s);
+		fprintf(out, "%s\n", row);
+	}
+	fputc('\n', out);
+	free(v);
+	fflush(out);
+}
+
+void sink_text__summary(FILE *out, const struct model *m, double ts)
+{
+	struct loop_view sum;
+	char row[256];
+	size_t n;
+	struct loop_thread **v = model__sorted(m, true, &n);
+
+	(void)ts;
+	fprintf(out, "Summary: %zu loop threads over %.1f s\n%s\n", n, m->run_s,
+		loop_row__header());
+	for (size_t i = 0; v && i < n; i++) {
+		loop_thread__summary(v[i], &sum);
+		loop_row__format(row, sizeof(row), v[i], &sum, m->run_s);
+		fprintf(out, "%s\n", row);
+	}
+	free(v);
+	fflush(out);
+}

@@ -1,0 +1,3 @@
+#ifndef LOOPWATCH_VERSION
+#define LOOPWATCH_VERSION "0.1.0"
+#endif
