@@ -100,6 +100,8 @@ static struct loop_thread *model__add(struct model *m, const struct lw_loop *sna
 	t->comm[LW_COMM_LEN - 1] = t->thread[LW_COMM_LEN - 1] = '\0';
 	str__sanitize(t->comm);
 	str__sanitize(t->thread);
+	proc__read_exe(t->pid, t->exe, sizeof(t->exe));
+	proc__read_cgroup(t->pid, t->cgroup, sizeof(t->cgroup));
 	t->hash_next = m->hash[t->tid % MODEL_HASH];
 	m->hash[t->tid % MODEL_HASH] = t;
 	m->threads[m->nthreads++] = t;

@@ -23,6 +23,8 @@ struct loop_thread {
 	__u64 start_ns;
 	char comm[LW_COMM_LEN];
 	char thread[LW_COMM_LEN];
+	char exe[256];		/* "" when unreadable */
+	char cgroup[256];	/* cgroup v2 path, "" when unknown */
 	bool exited;
 	bool seen;		/* present in the latest drain */
 	bool active;		/* iterated during the last interval */

@@ -17,7 +17,7 @@ bool proc__exists(int pid)
 	return access(path, F_OK) == 0;
 }
 
-static bool file__read_line(const char *path, char *buf, size_t len)
+static bool file__read_all(const char *path, char *buf, size_t len)
 {
 	ssize_t n;
 	int fd;
@@ -30,6 +30,13 @@ static bool file__read_line(const char *path, char *buf, size_t len)
 	if (n <= 0)
 		return false;
 	buf[n] = '\0';
+	return true;
+}
+
+static bool file__read_line(const char *path, char *buf, size_t len)
+{
+	if (!file__read_all(path, buf, len))
+		return false;
 	buf[strcspn(buf, "\n")] = '\0';
 	return true;
 }
@@ -57,6 +64,23 @@ bool proc__read_exe(int pid, char *buf, size_t len)
 	buf[n] = '\0';
 	str__sanitize(buf);
 	return true;
+}
+
+bool proc__read_cgroup(int pid, char *buf, size_t len)
+{
+	char path[32], text[1024], *line, *save = NULL;
+
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
+	if (!file__read_all(path, text, sizeof(text)))
+		return false;
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(line, "0::", 3))
+			continue;
+		snprintf(buf, len, "%s", line + 3);
+		str__sanitize(buf);
+		return true;
+	}
+	return false;
 }
 
 void str__sanitize(char *s)

@@ -11,6 +11,8 @@ bool proc__exists(int pid);
 bool proc__read_comm(int pid, int tid, char *buf, size_t len);
 /* target of /proc/PID/exe; false if gone or unreadable */
 bool proc__read_exe(int pid, char *buf, size_t len);
+/* the process's cgroup v2 path ("0::/..." line of /proc/PID/cgroup); false if none */
+bool proc__read_cgroup(int pid, char *buf, size_t len);
 /* printable copy of untrusted text: control characters become '?' */
 void str__sanitize(char *s);
 

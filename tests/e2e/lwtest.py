@@ -1,0 +1,97 @@
+"""Helpers shared by the end-to-end tests: run loopwatch and workloads, read JSON lines."""
+import json
+import math
+import os
+import select
+import subprocess
+import tempfile
+import time
+
+
+def nearest_rank(values, q):
+    """The percentile definition loopwatch uses, on exact data."""
+    s = sorted(values)
+    rank = max(1, math.ceil(q * len(s)))
+    return s[rank - 1]
+
+
+def close_enough(got, want, rel=0.03, abs_=0.1):
+    """Within rel of want, or within abs_ (same unit) for small values."""
+    return abs(got - want) <= max(rel * abs(want), abs_)
+
+
+class Loopwatch:
+    """loopwatch --json in the background; start() returns once BPF is attached."""
+
+    def __init__(self, ctx, *args, timeout=15):
+        self.cmd = [ctx.loopwatch, "--json"] + [str(a) for a in args]
+        self.timeout = timeout
+        self.proc = None
+        self.stderr = ""
+
+    def start(self):
+        self.proc = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True)
+        deadline = time.time() + self.timeout
+        line = ""
+        while time.time() < deadline:
+            r, _, _ = select.select([self.proc.stderr], [], [], 0.2)
+            if r:
+                line = self.proc.stderr.readline()
+                self.stderr += line
+                if "tracing" in line:
+                    return self
+                if not line:
+                    break
+        self.proc.kill()
+        raise AssertionError("loopwatch did not attach: %r (cmd %s)" % (self.stderr, self.cmd))
+
+    def stop(self, sig=None, timeout=60):
+        """Wait for exit (or send sig first); return the parsed JSON lines."""
+        if sig is not None:
+            self.proc.send_signal(sig)
+        out, err = self.proc.communicate(timeout=timeout)
+        self.stderr += err
+        assert self.proc.returncode == 0, "loopwatch exited %d: %s" % (
+            self.proc.returncode, self.stderr[-2000:])
+        return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class Workload:
+    """A test workload that prints its pid and, with --go, waits for a line on stdin."""
+
+    def __init__(self, argv, go=True):
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True)
+        self.pid = int(self.proc.stdout.readline())
+        self.go_sent = not go
+
+    def go(self):
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
+        self.go_sent = True
+
+    def wait(self, timeout=120):
+        self.proc.wait(timeout=timeout)
+        assert self.proc.returncode == 0, "workload exited %d" % self.proc.returncode
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def tmpfile(suffix=".json"):
+    fd, path = tempfile.mkstemp(prefix="loopwatch-test-", suffix=suffix)
+    os.close(fd)
+    return path
+
+
+def of_type(lines, kind, **match):
+    return [l for l in lines if l.get("type") == kind and
+            all(l.get(k) == v for k, v in match.items())]

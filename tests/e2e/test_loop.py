@@ -1,0 +1,165 @@
+"""Loop lag from the wait calls, against workloads that record their own ground truth."""
+import json
+import os
+import signal
+import subprocess
+import time
+
+from lwtest import Loopwatch, Workload, close_enough, nearest_rank, of_type, tmpfile
+
+
+def run_loopwork(ctx, profiles, iterations, extra=()):
+    """Run loopwork under `loopwatch -p PID`; return (ground truth, loopwatch lines)."""
+    out = tmpfile()
+    w = Workload([ctx.workload("loopwork"), out, profiles, str(iterations), "--go"] +
+                 list(extra))
+    lw = Loopwatch(ctx, "-p", w.pid, "-d", 60)
+    try:
+        lw.start()
+        w.go()
+        w.wait()
+        lines = lw.stop()
+    finally:
+        w.kill()
+        lw.kill()
+    with open(out) as f:
+        truth = json.load(f)
+    os.unlink(out)
+    return truth, lines
+
+
+def assert_matches_truth(summary, busy_ns):
+    """loopwatch's summary against the workload's own per-iteration busy times."""
+    want_ms = [b / 1e6 for b in busy_ns]
+    n = len(want_ms)
+    assert abs(summary["iterations"] - n) <= 0.01 * n, \
+        "iterations %d vs %d" % (summary["iterations"], n)
+    for key, q in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99)):
+        want = nearest_rank(want_ms, q)
+        got = summary["lag_ms"][key]
+        assert close_enough(got, want), "%s %.3f ms vs workload's %.3f ms" % (key, got, want)
+    assert close_enough(summary["lag_ms"]["max"], max(want_ms)), \
+        "max %.3f vs %.3f" % (summary["lag_ms"]["max"], max(want_ms))
+    assert close_enough(summary["busy_ms"], sum(want_ms), rel=0.03, abs_=1.0), \
+        "busy %.1f vs %.1f" % (summary["busy_ms"], sum(want_ms))
+
+
+def test_percentiles_match_workload_ground_truth(ctx):
+    """Two loop threads with different profiles, reported apart, each matching its
+    own recorded busy times; the spinner thread never waits and never shows up."""
+    truth, lines = run_loopwork(ctx, "mixed,fixed3", 1500, ["--spinner"])
+    summaries = of_type(lines, "summary", pid=truth["pid"])
+    by_tid = {s["tid"]: s for s in summaries}
+    want_tids = {t["tid"] for t in truth["threads"]}
+    assert set(by_tid) == want_tids, "loop threads %s, want exactly %s" % (
+        sorted(by_tid), sorted(want_tids))
+    for t in truth["threads"]:
+        s = by_tid[t["tid"]]
+        assert s["thread"] == t["profile"], s
+        assert s["comm"] == "loopwork", s
+        assert_matches_truth(s, t["busy_ns"])
+    mixed, fixed = (by_tid[t["tid"]] for t in truth["threads"])
+    assert fixed["lag_ms"]["p50"] > 5 * mixed["lag_ms"]["p50"], "profiles not told apart"
+    intervals = of_type(lines, "interval", pid=truth["pid"])
+    assert intervals, "no interval rows"
+    for row in intervals:
+        assert 0 <= row["utilization"] <= 1
+        assert row["lag_ms"]["p50"] <= row["lag_ms"]["p99"] <= row["lag_ms"]["max"] + 1e-3
+    assert sum(r["iterations"] for r in intervals if r["tid"] == mixed["tid"]) == \
+        mixed["iterations"], "interval rows do not add up to the summary"
+
+
+def test_exiting_and_late_processes(ctx):
+    """A process that exits mid-run keeps its final numbers; one started after
+    loopwatch is picked up without naming it."""
+    lw = Loopwatch(ctx, "--comm", "loopwork", "-d", 8)
+    outs = [tmpfile(), tmpfile()]
+    lw.start()
+    try:
+        w1 = Workload([ctx.workload("loopwork"), outs[0], "mixed", "300"], go=False)
+        w1.wait()
+        time.sleep(1.5)
+        w2 = Workload([ctx.workload("loopwork"), outs[1], "fixed3", "300"], go=False)
+        w2.wait()
+        lines = lw.stop()
+    finally:
+        lw.kill()
+    for out, w in zip(outs, (w1, w2)):
+        with open(out) as f:
+            truth = json.load(f)
+        os.unlink(out)
+        tid = truth["threads"][0]["tid"]
+        s = of_type(lines, "summary", pid=w.pid, tid=tid)
+        assert len(s) == 1, "no summary for pid %d: %s" % (w.pid, lines[-5:])
+        # the first wait may race with loopwatch for a process started after it
+        assert_matches_truth(s[0], truth["threads"][0]["busy_ns"])
+
+
+def test_sigint_prints_summary(ctx):
+    out = tmpfile()
+    w = Workload([ctx.workload("loopwork"), out, "mixed", "100000", "--go"])
+    lw = Loopwatch(ctx, "-p", w.pid)
+    try:
+        lw.start()
+        w.go()
+        time.sleep(2.5)
+        lines = lw.stop(signal.SIGINT)
+    finally:
+        w.kill()
+        lw.kill()
+        os.unlink(out)
+    assert of_type(lines, "interval", pid=w.pid), "no interval rows before SIGINT"
+    s = of_type(lines, "summary", pid=w.pid)
+    assert len(s) == 1 and s[0]["iterations"] > 300, s
+
+
+def run_cli(ctx, *args):
+    return subprocess.run([ctx.loopwatch] + list(args), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, timeout=30)
+
+
+def test_bad_input_is_one_line_and_status_2(ctx):
+    cases = [["--bogus"], ["-i", "abc"], ["-i", "0"], ["-d", "-1"], ["-p", "x"],
+             ["-p", "0"], ["--comm", "a" * 40], ["extra"], ["-p"]]
+    for args in cases:
+        r = run_cli(ctx, *args)
+        assert r.returncode == 2, "%s: status %d" % (args, r.returncode)
+        assert r.stderr.count("\n") == 1 and r.stderr.startswith("loopwatch: "), \
+            "%s: %r" % (args, r.stderr)
+    # a pid that does not exist
+    pid = 4194000
+    while os.path.exists("/proc/%d" % pid):
+        pid += 1
+    r = run_cli(ctx, "-p", str(pid), "-d", "1")
+    assert r.returncode == 2 and "no such process" in r.stderr, r
+    r = run_cli(ctx, "--version")
+    assert r.returncode == 0 and r.stdout.startswith("loopwatch "), r
+    r = run_cli(ctx, "--help")
+    assert r.returncode == 0 and "EXAMPLES" in r.stdout and "--duration" in r.stdout
+
+
+def test_missing_privileges_named(ctx):
+    r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                        ctx.loopwatch, "-d", "1"], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, timeout=30)
+    assert r.returncode == 2, r
+    assert "CAP_BPF" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_plain_text_when_piped(ctx):
+    out = tmpfile()
+    w = Workload([ctx.workload("loopwork"), out, "fixed3", "400", "--go"])
+    try:
+        p = subprocess.Popen([ctx.loopwatch, "-p", str(w.pid), "-d", "20"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.0)
+        w.go()
+        w.wait()
+        text, _ = p.communicate(timeout=30)
+    finally:
+        w.kill()
+        os.unlink(out)
+    assert p.returncode == 0
+    assert "P99ms" in text and "Summary:" in text, text
+    rows = [l for l in text.splitlines() if l.split()[:1] == [str(w.pid)]]
+    assert rows and "fixed3" in rows[-1], text
