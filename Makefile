@@ -52,7 +52,14 @@ $(OUT)/loopwatch.bpf.o: $(BPF_OBJS)
 $(OUT)/loopwatch.skel.h: $(OUT)/loopwatch.bpf.o
 	$(BPFTOOL) gen skeleton $< name loopwatch_bpf > $@.tmp && mv $@.tmp $@
 
-$(OUT)/%.o: userspace/%.c $(USER_HDRS) $(BPF_HDRS) $(OUT)/loopwatch.skel.h
+# syscall names, as designated initializers, from the installed kernel headers
+$(OUT)/syscall_names.h: | $(OUT)/.deps
+	echo '#include <asm/unistd_64.h>' | $(CC) -E -dM - | \
+		awk '/^#define __NR_[a-z0-9_]+ [0-9]+$$/ { sub("__NR_", "", $$2); \
+			printf "[%s] = \"%s\",\n", $$3, $$2 }' | sort -t[ -k2 -n > $@.tmp
+	mv $@.tmp $@
+
+$(OUT)/%.o: userspace/%.c $(USER_HDRS) $(BPF_HDRS) $(OUT)/loopwatch.skel.h $(OUT)/syscall_names.h
 	$(CC) $(CFLAGS) -c $< -o $@
 
 $(OUT)/loopwatch: $(OUT)/main.o $(USER_OBJS)
@@ -78,3 +85,22 @@ bench: $(OUT)/loopwatch
 
 clean:
 	rm -rf $(OUT)
+
+# The binary, the systemd unit pointing at it, the Prometheus rules and the man
+# page. PREFIX=/usr for a distribution layout; DESTDIR stages a package.
+PREFIX ?= /usr/local
+SBINDIR ?= $(PREFIX)/sbin
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+MANDIR ?= $(PREFIX)/share/man
+RULESDIR ?= $(PREFIX)/share/loopwatch/prometheus
+
+.PHONY: install
+install: $(OUT)/loopwatch
+	install -D -m 0755 $(OUT)/loopwatch $(DESTDIR)$(SBINDIR)/loopwatch
+	sed 's|/usr/local/sbin/loopwatch|$(SBINDIR)/loopwatch|' tools/systemd/loopwatch.service \
+		> $(OUT)/loopwatch.service
+	install -D -m 0644 $(OUT)/loopwatch.service $(DESTDIR)$(UNITDIR)/loopwatch.service
+	install -D -m 0644 tools/prometheus/loopwatch.rules.yml $(DESTDIR)$(RULESDIR)/loopwatch.rules.yml
+	install -D -m 0644 tools/prometheus/loopwatch.rules.test.yml \
+		$(DESTDIR)$(RULESDIR)/loopwatch.rules.test.yml
+	install -D -m 0644 tools/loopwatch.8 $(DESTDIR)$(MANDIR)/man8/loopwatch.8

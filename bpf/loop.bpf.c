@@ -9,7 +9,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
-#include "maps.bpf.h"
+#include "iteration.bpf.h"
 
 const volatile bool filter_pid = false;
 const volatile bool filter_comm = false;
@@ -52,22 +52,59 @@ static __always_inline struct lw_loop *loop__create(__u32 pid, __u32 tid)
 	if (!tmpl)
 		return NULL;
 	/*
-	 * The histogram of the scratch record is never written, so it stays
-	 * zero; every other field is set here (memset of 8 KiB is not possible).
+	 * Only the header of the scratch record is ever written, so everything
+	 * from preempt_cap on stays zero (a memset of 12 KiB is not possible).
 	 */
-	__builtin_memset(tmpl, 0, offsetof(struct lw_loop, busy_hist));
+	__builtin_memset(tmpl, 0, offsetof(struct lw_loop, preempt_cap));
 	tmpl->pid = pid;
 	tmpl->tid = tid;
 	tmpl->start_ns = BPF_CORE_READ(task, start_time);
 	BPF_CORE_READ_STR_INTO(&tmpl->comm, task, group_leader, comm);
 	bpf_get_current_comm(&tmpl->thread, sizeof(tmpl->thread));
-	bpf_map_update_elem(&loops, &tid, tmpl, BPF_ANY);
+	if (bpf_map_update_elem(&loops, &tid, tmpl, BPF_ANY))
+		counter__inc(LW_CTR_LOOPS_FULL);
 	return bpf_map_lookup_elem(&loops, &tid);
 }
 
-static __always_inline void loop__record_busy(struct lw_loop *l, __u64 busy_ns)
+static __always_inline void stall__emit(struct lw_loop *l, __u64 now, __u64 busy_ns)
 {
+	struct lw_stall_event *e;
+
+	l->stalls++;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		counter__inc(LW_CTR_EVENTS_DROPPED);
+		return;
+	}
+	e->type = LW_EV_STALL;
+	e->pid = l->pid;
+	e->tid = l->tid;
+	e->pad = 0;
+	e->start_ns = now - busy_ns;
+	e->duration_ns = busy_ns;
+	__builtin_memcpy(e->comm, l->comm, LW_COMM_LEN);
+	bpf_get_current_comm(e->thread, sizeof(e->thread));
+	bpf_probe_read_kernel(&e->iter, sizeof(e->iter), &l->iter);
+	bpf_ringbuf_submit(e, 0);
+}
+
+/* The iteration ended at now: account it, report it if it stalled, start afresh. */
+static __always_inline void loop__end_iteration(struct lw_loop *l, __u64 now)
+{
+	__u64 busy_ns = now - l->busy_start_ns;
 	unsigned int idx = lw_hist_bucket(busy_ns);
+
+	block__close(l);
+	if (busy_ns >= stall_threshold_ns)
+		stall__emit(l, now, busy_ns);
+	l->blocked_ns += l->iter.blocked_ns;
+	l->runq_ns += l->iter.runq_ns;
+	l->iter.blocked_ns = 0;
+	l->iter.runq_ns = 0;
+	l->iter.samples_seen = 0;
+	l->iter.nsyscalls = 0;
+	l->iter.nblocks = 0;
+	l->iter.runq_max_ns = 0;
 
 	l->iterations++;
 	l->busy_ns += busy_ns;
@@ -96,7 +133,7 @@ static __always_inline int wait__enter(void)
 			return 0;
 	}
 	if (l->busy_start_ns && !l->in_wait)
-		loop__record_busy(l, now - l->busy_start_ns);
+		loop__end_iteration(l, now);
 	l->in_wait = 1;
 	l->wait_enter_ns = now;
 	return 0;

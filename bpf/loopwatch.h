@@ -74,6 +74,118 @@ struct lw_hist {
 	__u64 counts[LW_HIST_BUCKETS];
 };
 
+/* What one iteration keeps as evidence, bounded so the record stays fixed-size. */
+#define LW_ITER_SAMPLES 32	/* CPU samples kept per iteration (a reservoir) */
+#define LW_ITER_SYSCALLS 8	/* distinct blocking syscalls per iteration */
+#define LW_ITER_BLOCKS 8	/* blocking calls with their stacks per iteration */
+#define LW_STACK_DEPTH 64
+/*
+ * Words at the top of the user stack, saved with each blocking stack: the
+ * frame-pointer walk skips the caller of a libc function built without
+ * frame pointers, and its return address is among these words.
+ */
+#define LW_STACK_WORDS 32
+#define LW_PATH_PARTS 6		/* dentry names, leaf first */
+#define LW_PATH_PART_LEN 40
+/* orig_ax when the task sleeps outside a syscall: a page fault */
+#define LW_NR_NONE -1
+
+enum lw_event_type {
+	LW_EV_STALL = 1,
+	LW_EV_BLOCK = 2,
+};
+
+/* ids in the "stacks" stack map; negative when the stack was not captured */
+struct lw_stack_ref {
+	__s32 user;
+	__s32 kernel;
+};
+
+/* A stack taken while the task was about to leave the CPU. */
+struct lw_capture {
+	struct lw_stack_ref stack;
+	__u64 words[LW_STACK_WORDS];	/* from the user stack pointer up */
+};
+
+struct lw_syscall_sum {
+	__s32 nr;
+	__u32 count;
+	__u64 ns;
+};
+
+struct lw_block_ref {
+	struct lw_capture cap;
+	__s32 nr;
+	__u32 sleeps;
+	__u64 ns;
+};
+
+/* The evidence gathered during the current iteration; reset when it ends. */
+struct lw_iter {
+	__u64 blocked_ns;	/* off CPU, sleeping */
+	__u64 runq_ns;		/* runnable, waiting for a CPU */
+	__u32 samples_seen;	/* CPU samples taken; the first LW_ITER_SAMPLES kept, */
+	__u32 nsyscalls;	/* then a uniform reservoir of them */
+	__u32 nblocks;
+	__u32 pad;
+	struct lw_stack_ref samples[LW_ITER_SAMPLES];
+	struct lw_syscall_sum syscalls[LW_ITER_SYSCALLS];
+	struct lw_block_ref blocks[LW_ITER_BLOCKS];
+	__u64 runq_max_ns;	/* the longest wait for a CPU, and where it was */
+	struct lw_capture runq_cap;	/* preempted there */
+};
+
+/*
+ * One syscall invocation that slept, seen only at sched_switch: successive
+ * sleeps with the same syscall number, first argument and user ip/sp, with
+ * little on-CPU time between them, are the same invocation.
+ */
+struct lw_block {
+	__u64 start_ns;		/* first sleep; 0 when no invocation is open */
+	__u64 last_in_ns;	/* last time it got the CPU back */
+	__u64 arg0;
+	__u64 user_ip;
+	__u64 user_sp;
+	__s32 nr;
+	__u32 sleeps;
+	struct lw_capture cap;
+	char path[LW_PATH_PARTS][LW_PATH_PART_LEN];	/* arg0 as an fd, best effort */
+};
+
+struct lw_stall_event {
+	__u32 type;
+	__u32 pid;
+	__u32 tid;
+	__u32 pad;
+	__u64 start_ns;		/* CLOCK_MONOTONIC */
+	__u64 duration_ns;
+	char comm[LW_COMM_LEN];
+	char thread[LW_COMM_LEN];
+	struct lw_iter iter;
+};
+
+struct lw_block_event {
+	__u32 type;
+	__u32 pid;
+	__u32 tid;
+	__s32 nr;
+	__u64 start_ns;		/* CLOCK_MONOTONIC */
+	__u64 duration_ns;
+	__u64 arg0;
+	__u32 sleeps;
+	__u32 pad;
+	struct lw_capture cap;
+	char path[LW_PATH_PARTS][LW_PATH_PART_LEN];
+	char comm[LW_COMM_LEN];
+};
+
+/* self counters, a per-CPU array indexed by these */
+enum lw_counter {
+	LW_CTR_EVENTS_DROPPED,
+	LW_CTR_LOOPS_FULL,
+	LW_CTR_MAX,
+};
+
 enum lw_thread_flags {
 	LW_THREAD_EXITED = 1,
 };
@@ -93,12 +205,23 @@ struct lw_loop {
 	__u32 in_wait;		/* inside a wait call right now */
 	__u64 wait_enter_ns;
 	__u64 busy_start_ns;	/* return of the last wait call; 0 before the first */
+	__u64 off_ns;		/* switched out during a busy period; 0 when on CPU */
+	__u64 wake_ns;		/* woken up after off_ns; 0 if not yet */
+	__u32 off_blocked;	/* 1: went to sleep, 0: preempted */
+	__s32 flush_nr;		/* inside a traced flush syscall (fsync…) since flush_ns */
+	__u64 flush_ns;
+	struct lw_capture preempt_cap;	/* where it was last preempted */
+	struct lw_block block;
+	struct lw_iter iter;
 
 	/* totals since the thread was first seen, all monotonic */
 	__u64 iterations;
 	__u64 busy_ns;
 	__u64 idle_ns;
 	__u64 max_busy_ns;
+	__u64 blocked_ns;
+	__u64 runq_ns;
+	__u64 stalls;
 	struct lw_hist busy_hist;
 };
 

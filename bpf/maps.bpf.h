@@ -33,4 +33,29 @@ struct {
 	__type(value, struct lw_loop);
 } loop_scratch SEC(".maps") __weak;
 
+/* User and kernel stacks of samples and blocking calls, deduplicated by hash. */
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__uint(value_size, LW_STACK_DEPTH * sizeof(__u64));
+} stacks SEC(".maps") __weak;
+
+/* Only what crosses a threshold: stalls and blocking calls. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} events SEC(".maps") __weak;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, LW_CTR_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps") __weak;
+
+/* Options, set by userspace before load. */
+const volatile __u64 stall_threshold_ns __weak = 10000000;
+const volatile __u64 block_threshold_ns __weak = 1000000;
+
 #endif /* LOOPWATCH_MAPS_BPF_H */

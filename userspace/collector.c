@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <unistd.h>
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "collector.h"
@@ -13,6 +15,11 @@
 
 struct collector {
 	struct loopwatch_bpf *skel;
+	struct ring_buffer *rb;
+	struct bpf_link **sample_links;
+	int nsample_links;
+	event_fn on_event;
+	void *ctx;
 	struct lw_loop *buf;	/* one record: too large for the stack */
 	__u32 *keys;
 };
@@ -37,6 +44,56 @@ static int collector__fill_filters(struct collector *c, const struct collector_o
 
 		if (bpf_map_update_elem(fd, &pid, &one, BPF_ANY))
 			return -errno;
+	}
+	return 0;
+}
+
+static int event__handle(void *ctx, void *data, size_t size)
+{
+	struct collector *c = ctx;
+
+	if (c->on_event)
+		c->on_event(data, size, c->ctx);
+	return 0;
+}
+
+/*
+ * cpu-clock sampling on every CPU (no hardware PMU here); the program keeps
+ * only samples of loop threads inside a busy period.
+ */
+static int collector__attach_sampling(struct collector *c, int hz)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.size = sizeof(attr),
+		.sample_freq = (__u64)hz,
+		.freq = 1,
+	};
+	int ncpus = libbpf_num_possible_cpus();
+
+	if (ncpus <= 0)
+		return ncpus ? ncpus : -ENODEV;
+	c->sample_links = calloc((size_t)ncpus, sizeof(*c->sample_links));
+	if (!c->sample_links)
+		return -ENOMEM;
+	for (int cpu = 0; cpu < ncpus; cpu++) {
+		struct bpf_link *link;
+		int fd = (int)syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno == ENODEV)
+				continue;	/* possible but offline */
+			return -errno;
+		}
+		link = bpf_program__attach_perf_event(c->skel->progs.loop_sample, fd);
+		if (!link) {
+			int err = -errno;
+
+			close(fd);
+			return err;
+		}
+		c->sample_links[c->nsample_links++] = link;
 	}
 	return 0;
 }
@@ -77,6 +134,8 @@ struct collector *collector__open(const struct collector_opts *opts, char *err, 
 
 	/* Options reach BPF as read-only data, set before load */
 	c->skel->rodata->filter_pid = opts->npids > 0;
+	c->skel->rodata->stall_threshold_ns = opts->stall_threshold_ns;
+	c->skel->rodata->block_threshold_ns = opts->block_threshold_ns;
 	if (opts->comm) {
 		c->skel->rodata->filter_comm = true;
 		strncpy((char *)c->skel->rodata->comm_filter, opts->comm, LW_COMM_LEN - 1);
@@ -102,6 +161,20 @@ struct collector *collector__open(const struct collector_opts *opts, char *err, 
 			 strerror(-ret));
 		goto fail;
 	}
+	if (opts->sample_hz > 0) {
+		ret = collector__attach_sampling(c, opts->sample_hz);
+		if (ret) {
+			snprintf(err, errlen, "cannot start CPU sampling: %s", strerror(-ret));
+			goto fail;
+		}
+	}
+	c->on_event = opts->on_event;
+	c->ctx = opts->ctx;
+	c->rb = ring_buffer__new(bpf_map__fd(c->skel->maps.events), event__handle, c, NULL);
+	if (!c->rb) {
+		snprintf(err, errlen, "cannot open the ring buffer: %s", strerror(errno));
+		goto fail;
+	}
 	return c;
 fail:
 	collector__destroy(c);
@@ -112,6 +185,10 @@ void collector__destroy(struct collector *c)
 {
 	if (!c)
 		return;
+	ring_buffer__free(c->rb);
+	for (int i = 0; i < c->nsample_links; i++)
+		bpf_link__destroy(c->sample_links[i]);
+	free(c->sample_links);
 	loopwatch_bpf__destroy(c->skel);
 	free(c->keys);
 	free(c->buf);
@@ -120,15 +197,37 @@ void collector__destroy(struct collector *c)
 
 int collector__poll(struct collector *c, int timeout_ms)
 {
-	struct timespec ts = {
-		.tv_sec = timeout_ms / 1000,
-		.tv_nsec = (long)(timeout_ms % 1000) * 1000000L,
-	};
+	int ret = ring_buffer__poll(c->rb, timeout_ms);
 
-	(void)c;
-	if (nanosleep(&ts, NULL))
-		return -errno;
-	return 0;
+	return ret < 0 ? ret : 0;
+}
+
+int collector__read_stack(struct collector *c, __s32 id, uint64_t *ips, int max)
+{
+	__u64 buf[LW_STACK_DEPTH];
+	int n = 0;
+
+	if (id < 0 || bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.stacks), &id, buf))
+		return 0;
+	while (n < LW_STACK_DEPTH && n < max && buf[n]) {
+		ips[n] = buf[n];
+		n++;
+	}
+	return n;
+}
+
+void collector__counters(struct collector *c, __u64 *dropped, __u64 *loops_full)
+{
+	int ncpus = libbpf_num_possible_cpus(), fd = bpf_map__fd(c->skel->maps.counters);
+	__u64 vals[ncpus > 0 ? ncpus : 1];
+
+	*dropped = *loops_full = 0;
+	for (__u32 key = 0; ncpus > 0 && key < LW_CTR_MAX; key++) {
+		if (bpf_map_lookup_elem(fd, &key, vals))
+			continue;
+		for (int i = 0; i < ncpus; i++)
+			*(key == LW_CTR_EVENTS_DROPPED ? dropped : loops_full) += vals[i];
+	}
 }
 
 int collector__drain_loops(struct collector *c, loop_fn fn, void *ctx)

@@ -8,24 +8,36 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include "lwtypes.h"
+
+typedef void (*loop_fn)(const struct lw_loop *loop, void *ctx);
+/* a stall or blocking-call event from the ring buffer (struct lw_*_event) */
+typedef void (*event_fn)(const void *event, size_t size, void *ctx);
 
 struct collector_opts {
 	const int *pids;
 	int npids;
 	const char *comm;	/* NULL: every process */
 	bool verbose;
+	__u64 stall_threshold_ns;
+	__u64 block_threshold_ns;
+	int sample_hz;		/* 0: no CPU sampling */
+	event_fn on_event;
+	void *ctx;
 };
 
 struct collector;
-
-typedef void (*loop_fn)(const struct lw_loop *loop, void *ctx);
 
 /* NULL on failure, with a one-line reason in err. */
 struct collector *collector__open(const struct collector_opts *opts, char *err, size_t errlen);
 void collector__destroy(struct collector *c);
 /* Wait up to timeout_ms for kernel events; -EINTR on a signal. */
 int collector__poll(struct collector *c, int timeout_ms);
+/* Stack ips by id from the kernel's stack map; returns the depth, 0 if gone. */
+int collector__read_stack(struct collector *c, __s32 id, uint64_t *ips, int max);
+/* Kernel-side self counters (events dropped, loop map full), summed over CPUs. */
+void collector__counters(struct collector *c, __u64 *dropped, __u64 *loops_full);
 /* Every loop record, then reap the ones whose thread exited. */
 int collector__drain_loops(struct collector *c, loop_fn fn, void *ctx);
 

@@ -8,13 +8,16 @@
 #include <time.h>
 #include <unistd.h>
 #include "collector.h"
+#include "dispatch.h"
 #include "model.h"
 #include "options.h"
 #include "procfs.h"
 #include "sink.h"
+#include "sink_prom.h"
 #include "system.h"
 
-enum output { OUT_TEXT, OUT_JSON, OUT_TUI };
+/* OUT_NONE: --quiet without --json, a daemon whose output is the --prom-file */
+enum output { OUT_TEXT, OUT_JSON, OUT_TUI, OUT_NONE };
 
 static volatile sig_atomic_t exiting;
 
@@ -76,6 +79,38 @@ static void preflight(const struct options *opts)
 	}
 }
 
+static struct sink_prom *prom__open(const struct options *opts)
+{
+	struct sink_prom *sp;
+	char err[512];
+
+	if (!opts->prom_file)
+		return NULL;
+	sp = sink_prom__open(opts->prom_file, opts->prom_per_pid, err, sizeof(err));
+	if (!sp)
+		fail(err);
+	return sp;
+}
+
+/* Latest kernel counters into the model, between the ends of two intervals. */
+static void model__refresh(struct collector *c, struct model *m)
+{
+	model__begin_drain(m);
+	collector__drain_loops(c, model__ingest_cb, m);
+}
+
+/* One line when writes start failing, not one per write: a daemon's log stays readable. */
+static int prom__write(struct sink_prom *sp, const struct model *m, const char *path)
+{
+	static int last_err;
+	int err = sink_prom__write(sp, m, clock__mono());
+
+	if (err && err != last_err)
+		fprintf(stderr, "loopwatch: cannot write %s: %s\n", path, strerror(-err));
+	last_err = err;
+	return err;
+}
+
 static void interval__emit(enum output out, struct model *m, double ts)
 {
 	switch (out) {
@@ -88,6 +123,8 @@ static void interval__emit(enum output out, struct model *m, double ts)
 	case OUT_TEXT:
 		sink_text__interval(stdout, m, ts);
 		break;
+	case OUT_NONE:
+		break;
 	}
 }
 
@@ -98,8 +135,15 @@ static void wait__until(struct collector *c, enum output out, double deadline)
 	int timeout_ms = left > 0 ? (int)(left * 1000) + 1 : 0;
 
 	if (out == OUT_TUI) {
-		if (sink_tui__poll_quit(timeout_ms))
-			exiting = 1;
+		/* events keep flowing while the view waits for a key */
+		while (timeout_ms > 0 && !exiting) {
+			int slice = timeout_ms < 100 ? timeout_ms : 100;
+
+			collector__poll(c, slice);
+			if (sink_tui__poll_quit(0))
+				exiting = 1;
+			timeout_ms -= slice;
+		}
 		return;
 	}
 	collector__poll(c, timeout_ms);
@@ -108,9 +152,11 @@ static void wait__until(struct collector *c, enum output out, double deadline)
 int main(int argc, char **argv)
 {
 	struct collector_opts copts = {};
+	struct dispatch disp = {};
 	struct collector *c = NULL;
+	struct sink_prom *sp = NULL;
 	struct model *m = NULL;
-	double start, last, next, end;
+	double start, last, next, next_prom, end;
 	enum output out;
 	struct options opts;
 	char err[256];
@@ -118,26 +164,47 @@ int main(int argc, char **argv)
 
 	options__parse(&opts, argc, argv);
 	preflight(&opts);
-	out = opts.json ? OUT_JSON : isatty(STDOUT_FILENO) ? OUT_TUI : OUT_TEXT;
+	sp = prom__open(&opts);
+	if (opts.json)
+		out = OUT_JSON;
+	else if (opts.quiet)
+		out = OUT_NONE;
+	else
+		out = isatty(STDOUT_FILENO) ? OUT_TUI : OUT_TEXT;
 
 	copts.pids = opts.pids;
 	copts.npids = opts.npids;
 	copts.comm = opts.has_comm ? opts.comm : NULL;
 	copts.verbose = opts.verbose;
-	c = collector__open(&copts, err, sizeof(err));
-	if (!c) {
-		fprintf(stderr, "loopwatch: %s\n", err);
-		goto cleanup;
-	}
+	copts.stall_threshold_ns = (__u64)(opts.threshold_ms * 1e6);
+	copts.block_threshold_ns = (__u64)(opts.block_threshold_ms * 1e6);
+	copts.sample_hz = opts.sample_hz;
+	copts.on_event = dispatch__event;
+	copts.ctx = &disp;
 	m = model__new();
 	if (!m) {
 		fprintf(stderr, "loopwatch: out of memory\n");
 		goto cleanup;
 	}
+	c = collector__open(&copts, err, sizeof(err));
+	if (!c) {
+		fprintf(stderr, "loopwatch: %s\n", err);
+		goto cleanup;
+	}
+	disp.model = m;
+	disp.out = stdout;
+	disp.output = out == OUT_JSON ? DISPATCH_JSON : out == OUT_TEXT ? DISPATCH_TEXT
+									: DISPATCH_NONE;
+	disp.attr = attributor__new(c);
+	if (!disp.attr) {
+		fprintf(stderr, "loopwatch: cannot start the symbolizer\n");
+		goto cleanup;
+	}
 	signal(SIGINT, signal__handle);
 	signal(SIGTERM, signal__handle);
-	fprintf(stderr, "loopwatch: tracing event loops%s; Ctrl-C to stop\n",
-		opts.npids ? " of the given pids" : "");
+	if (!opts.quiet)
+		fprintf(stderr, "loopwatch: tracing event loops%s; Ctrl-C to stop\n",
+			opts.npids ? " of the given pids" : "");
 	if (out == OUT_TUI && sink_tui__open()) {
 		fprintf(stderr, "loopwatch: cannot start the terminal view\n");
 		goto cleanup;
@@ -145,33 +212,52 @@ int main(int argc, char **argv)
 
 	start = last = clock__mono();
 	next = start + opts.interval_s;
+	next_prom = start + opts.prom_interval_s;
 	end = opts.duration_s > 0 ? start + opts.duration_s : 0;
+	/* at once: the file's appearance tells a supervisor that tracing runs */
+	if (sp)
+		prom__write(sp, m, opts.prom_file);
 	while (!exiting) {
 		double now, deadline = end && end < next ? end : next;
+		bool stop, drained = false;
 
+		if (sp && next_prom < deadline)
+			deadline = next_prom;
 		wait__until(c, out, deadline);
 		now = clock__mono();
-		if (now >= next || (end && now >= end) || exiting || pids__all_gone(&opts)) {
-			model__begin_drain(m);
-			collector__drain_loops(c, model__ingest_cb, m);
+		stop = exiting || (end && now >= end) || pids__all_gone(&opts);
+		if (now >= next || stop) {
+			model__refresh(c, m);
 			model__end_interval(m, now - last);
 			m->run_s = now - start;
 			interval__emit(out, m, clock__wall());
 			last = now;
 			while (next <= now)
 				next += opts.interval_s;
+			drained = true;
 		}
-		if ((end && now >= end) || pids__all_gone(&opts))
+		if (stop)
 			break;
+		if (sp && now >= next_prom) {
+			if (!drained)
+				model__refresh(c, m);
+			prom__write(sp, m, opts.prom_file);
+			while (next_prom <= now)
+				next_prom += opts.prom_interval_s;
+		}
 	}
 	sink_tui__close();
 	if (out == OUT_JSON)
 		sink_json__summary(stdout, m, clock__wall());
-	else
+	else if (out != OUT_NONE)
 		sink_text__summary(stdout, m, clock__wall());
 	status = 0;
+	if (sp && prom__write(sp, m, opts.prom_file))
+		status = 1;
 cleanup:
 	sink_tui__close();
+	attributor__free(disp.attr);
+	sink_prom__close(sp);
 	model__free(m);
 	collector__destroy(c);
 	return status;

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "model.h"
@@ -29,6 +30,7 @@ void model__free(struct model *m)
 	for (size_t i = 0; i < m->nthreads; i++)
 		free(m->threads[i]);
 	free(m->threads);
+	free(m->offenders);
 	free(m->hash);
 	free(m);
 }
@@ -219,6 +221,114 @@ struct loop_thread **model__sorted(const struct model *m, bool summary, size_t *
 			v[k++] = t;
 	}
 	qsort(v, k, sizeof(*v), summary ? thread__cmp_summary : thread__cmp_interval);
+	*n = k;
+	return v;
+}
+
+/* bounded: past this many distinct culprits new ones are folded into the last */
+#define MODEL_MAX_OFFENDERS 4096
+
+static size_t model__offender_index(struct model *m, const struct stall_report *r)
+{
+	struct offender *o;
+
+	for (size_t i = 0; i < m->noffenders; i++) {
+		o = &m->offenders[i];
+		if (o->pid == r->pid && !strcmp(o->top, r->top))
+			return i;
+	}
+	if (m->noffenders >= MODEL_MAX_OFFENDERS)
+		return m->noffenders - 1;
+	if (m->noffenders == m->offenders_cap) {
+		size_t cap = m->offenders_cap ? m->offenders_cap * 2 : 32;
+		struct offender *v = realloc(m->offenders, cap * sizeof(*v));
+
+		if (!v)
+			return (size_t)-1;
+		m->offenders = v;
+		m->offenders_cap = cap;
+	}
+	o = &m->offenders[m->noffenders];
+	memset(o, 0, sizeof(*o));
+	o->pid = r->pid;
+	memcpy(o->comm, r->comm, LW_COMM_LEN);
+	snprintf(o->top, sizeof(o->top), "%s", r->top);
+	return m->noffenders++;
+}
+
+static void offender__add(struct offender *o, enum stall_cause cause, __u64 ns, double ts)
+{
+	o->count++;
+	o->total_ns += ns;
+	o->cause_ns[cause] += ns;
+	if (ts > o->last_ts)
+		o->last_ts = ts;
+}
+
+void model__add_stall(struct model *m, const struct stall_report *r)
+{
+	size_t idx = model__offender_index(m, r), slot;
+
+	if (idx == (size_t)-1)
+		return;
+	offender__add(&m->offenders[idx], r->cause, r->duration_ns, r->ts);
+	slot = m->nrecent++ % MODEL_RECENT_STALLS;
+	m->recent[slot].ts = r->ts;
+	m->recent[slot].offender = idx;
+	m->recent[slot].ns = r->duration_ns;
+	m->recent[slot].cause = r->cause;
+}
+
+enum stall_cause offender__cause(const struct offender *o)
+{
+	enum stall_cause best = CAUSE_CPU;
+
+	for (int c = CAUSE_CPU; c <= CAUSE_RUNQ; c++) {
+		if (o->cause_ns[c] > o->cause_ns[best])
+			best = (enum stall_cause)c;
+	}
+	return best;
+}
+
+static int offender__cmp(const void *a, const void *b)
+{
+	const struct offender *x = a, *y = b;
+
+	if (x->total_ns != y->total_ns)
+		return x->total_ns < y->total_ns ? 1 : -1;
+	return 0;
+}
+
+struct offender *model__offenders(const struct model *m, double since_ts, size_t *n)
+{
+	struct offender *v = calloc(m->noffenders + 1, sizeof(*v));
+	size_t k = 0;
+
+	*n = 0;
+	if (!v)
+		return NULL;
+	if (since_ts <= 0) {
+		memcpy(v, m->offenders, m->noffenders * sizeof(*v));
+		k = m->noffenders;
+	} else {
+		size_t count = m->nrecent < MODEL_RECENT_STALLS ? m->nrecent : MODEL_RECENT_STALLS;
+
+		for (size_t i = 0; i < m->noffenders; i++) {
+			v[i] = m->offenders[i];
+			v[i].count = v[i].total_ns = 0;
+			memset(v[i].cause_ns, 0, sizeof(v[i].cause_ns));
+		}
+		for (size_t i = 0; i < count; i++) {
+			if (m->recent[i].ts >= since_ts)
+				offender__add(&v[m->recent[i].offender], m->recent[i].cause,
+					      m->recent[i].ns, m->recent[i].ts);
+		}
+		for (size_t i = 0; i < m->noffenders; i++) {
+			if (v[i].count)
+				v[k++] = v[i];
+		}
+	}
+	qsort(v, k, sizeof(*v), offender__cmp);
 	*n = k;
 	return v;
 }

@@ -9,6 +9,20 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include "hist.h"
+#include "report.h"
+
+#define MODEL_RECENT_STALLS 1024
+
+/* Stalls of one process that share the same culprit frames. */
+struct offender {
+	__u32 pid;
+	char comm[LW_COMM_LEN];
+	char top[256];
+	__u64 count;
+	__u64 total_ns;
+	__u64 cause_ns[3];	/* by enum stall_cause */
+	double last_ts;
+};
 
 struct loop_view {
 	__u64 iterations;
@@ -40,6 +54,16 @@ struct model {
 	size_t nthreads;
 	size_t cap;
 	double interval_s;	/* length of the last interval */
+	struct offender *offenders;	/* whole run */
+	size_t noffenders;
+	size_t offenders_cap;
+	struct {
+		double ts;
+		size_t offender;
+		__u64 ns;
+		enum stall_cause cause;
+	} recent[MODEL_RECENT_STALLS];	/* a ring of the latest stalls */
+	size_t nrecent;
 	double run_s;		/* time since tracing started */
 };
 
@@ -57,6 +81,13 @@ void loop_thread__summary(const struct loop_thread *t, struct loop_view *out);
  * or of the whole run when summary is set). Returns a malloc'ed array.
  */
 struct loop_thread **model__sorted(const struct model *m, bool summary, size_t *n);
+void model__add_stall(struct model *m, const struct stall_report *r);
+/*
+ * Offenders over stalls since since_ts (0: the whole run), most total stall
+ * time first. Returns a malloc'ed array.
+ */
+struct offender *model__offenders(const struct model *m, double since_ts, size_t *n);
+enum stall_cause offender__cause(const struct offender *o);
 double loop_view__utilization(const struct loop_view *v);
 
 #endif

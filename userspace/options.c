@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <getopt.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "options.h"
 #include "version.h"
 
@@ -20,12 +23,28 @@ static const char doc[] =
 "    loopwatch                   # every loop thread on the machine, live\n"
 "    loopwatch -p 1234 -d 10     # one process for 10 s, then a summary\n"
 "    loopwatch --comm node -i 5  # processes named node, a row every 5 s\n"
-"    loopwatch --json -d 30      # JSON lines: one per loop thread per interval\n";
+"    loopwatch --json -d 30      # JSON lines: one per loop thread per interval\n"
+"    loopwatch --quiet --prom-file /var/lib/prometheus/node-exporter/loopwatch.prom\n"
+"                                # a daemon feeding node_exporter's textfile collector\n";
 
 enum {
 	OPT_COMM = 0x100,
 	OPT_JSON,
 	OPT_VERSION,
+	OPT_PROM_FILE,
+	OPT_PROM_INTERVAL,
+	OPT_PROM_PER_PID,
+	OPT_THRESHOLD,
+	OPT_BLOCK_THRESHOLD,
+	OPT_SAMPLE_HZ,
+	OPT_ALERT_MS,
+	OPT_ALERT_LOG,
+	OPT_ALERT_EXEC,
+	OPT_ALERT_EVERY,
+	OPT_PROBE,
+	OPT_NO_BUILTIN_PROBES,
+	OPT_LIST_PROBES,
+	OPT_PROBE_THRESHOLD,
 };
 
 static const struct option long_options[] = {
@@ -34,6 +53,21 @@ static const struct option long_options[] = {
 	{ "interval", required_argument, NULL, 'i' },
 	{ "duration", required_argument, NULL, 'd' },
 	{ "json", no_argument, NULL, OPT_JSON },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "prom-file", required_argument, NULL, OPT_PROM_FILE },
+	{ "prom-interval", required_argument, NULL, OPT_PROM_INTERVAL },
+	{ "prom-per-pid", no_argument, NULL, OPT_PROM_PER_PID },
+	{ "threshold", required_argument, NULL, OPT_THRESHOLD },
+	{ "block-threshold", required_argument, NULL, OPT_BLOCK_THRESHOLD },
+	{ "sample-hz", required_argument, NULL, OPT_SAMPLE_HZ },
+	{ "alert-ms", required_argument, NULL, OPT_ALERT_MS },
+	{ "alert-log", required_argument, NULL, OPT_ALERT_LOG },
+	{ "alert-exec", required_argument, NULL, OPT_ALERT_EXEC },
+	{ "alert-every", required_argument, NULL, OPT_ALERT_EVERY },
+	{ "probe", required_argument, NULL, OPT_PROBE },
+	{ "no-builtin-probes", no_argument, NULL, OPT_NO_BUILTIN_PROBES },
+	{ "list-probes", no_argument, NULL, OPT_LIST_PROBES },
+	{ "probe-threshold", required_argument, NULL, OPT_PROBE_THRESHOLD },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ "help", no_argument, NULL, 'h' },
@@ -47,9 +81,37 @@ static const char options_help[] =
 "  -i, --interval SECONDS  report every SECONDS (default 1)\n"
 "  -d, --duration SECONDS  stop after SECONDS and print the summary\n"
 "      --json              JSON lines instead of a table\n"
+"  -q, --quiet             for daemons: no live view, no table, nothing on stderr but\n"
+"                          errors (--json lines and --prom-file are still written)\n"
 "  -v, --verbose           show libbpf's debug output\n"
 "      --version           print the version\n"
-"  -h, --help              this help\n";
+"  -h, --help              this help\n"
+"\n"
+"STALLS:\n"
+"      --threshold MS      an iteration at or over MS is a stall (default 10)\n"
+"      --block-threshold MS  a syscall blocking the loop MS or more is reported (default 1)\n"
+"      --sample-hz HZ      CPU stack samples per second inside busy periods (default 997)\n"
+"\n"
+"ALERTS:\n"
+"      --alert-ms MS       a stall over MS on a watched loop is an alert (default 10)\n"
+"      --alert-log FILE    append alert lines to FILE instead of stderr\n"
+"      --alert-exec PROGRAM  run PROGRAM per alert with LOOPWATCH_* variables, no shell\n"
+"      --alert-every SECONDS  at most one alert per process per SECONDS, the rest\n"
+"                          counted as suppressed (default 10; 0: no limit)\n"
+"\n"
+"PROBES:\n"
+"      --probe FILE:SYMBOL[=LABEL]  time calls of a function (repeatable, up to 32);\n"
+"                          FILE is a path or a library name such as libc.so.6\n"
+"      --no-builtin-probes  only the --probe functions, not the built-in catalog\n"
+"      --probe-threshold MS  a probed call at or over MS is reported (default 1)\n"
+"      --list-probes       print the probe catalog and what it finds here, then exit\n"
+"\n"
+"PROMETHEUS:\n"
+"      --prom-file PATH    write metrics in the text exposition format to PATH,\n"
+"                          atomically (for node_exporter's textfile collector)\n"
+"      --prom-interval SECONDS  rewrite PATH every SECONDS (default 15) and on exit\n"
+"      --prom-per-pid      pid and tid labels: a series per thread instead of per\n"
+"                          (comm, exe, cgroup); series of exited processes go after 5 min\n";
 
 static void usage__fail(const char *fmt, const char *arg)
 {
@@ -72,6 +134,95 @@ static double seconds__parse(const char *arg, const char *what, double min, doub
 		exit(2);
 	}
 	return v;
+}
+
+static double ms__parse(const char *arg, const char *what, double min, double max)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (errno || end == arg || *end || !(v >= min && v <= max)) {
+		fprintf(stderr, "loopwatch: invalid %s '%s': want %g..%g ms\n", what, arg, min, max);
+		exit(2);
+	}
+	return v;
+}
+
+static int hz__parse(const char *arg)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	/* above the kernel's default perf_event_max_sample_rate the samples get throttled */
+	if (errno || end == arg || *end || v < 1 || v > 10000)
+		usage__fail("invalid --sample-hz '%s': want 1..10000", arg);
+	return (int)v;
+}
+
+static const char *path__check(const char *arg, const char *what)
+{
+	const char *base = strrchr(arg, '/');
+
+	base = base ? base + 1 : arg;
+	if (!*base || !strcmp(base, ".") || !strcmp(base, "..") || strlen(arg) >= PATH_MAX) {
+		fprintf(stderr, "loopwatch: invalid %s '%s': want a file path\n", what, arg);
+		exit(2);
+	}
+	return arg;
+}
+
+static bool file__executable(const char *path)
+{
+	struct stat st;
+
+	return !stat(path, &st) && S_ISREG(st.st_mode) && !access(path, X_OK);
+}
+
+/*
+ * A missing alert program is a typo the user wants to hear about at start, not
+ * at the first stall. A bare name is looked up in PATH the way execvp will.
+ */
+static const char *program__check(const char *arg)
+{
+	const char *path = getenv("PATH");
+	char buf[PATH_MAX];
+
+	if (!*arg)
+		usage__fail("invalid --alert-exec '%s': want a program", arg);
+	if (strchr(arg, '/')) {
+		if (!file__executable(arg))
+			usage__fail("--alert-exec '%s' is not an executable file", arg);
+		return arg;
+	}
+	for (const char *p = path ? path : "/usr/bin:/bin"; *p; ) {
+		size_t n = strcspn(p, ":");
+
+		if (snprintf(buf, sizeof(buf), "%.*s/%s", (int)n, n ? p : ".", arg) <
+		    (int)sizeof(buf) && file__executable(buf))
+			return arg;
+		p += n;
+		if (*p == ':')
+			p++;
+	}
+	usage__fail("--alert-exec '%s' not found in PATH", arg);
+	return NULL;
+}
+
+/* FILE:SYMBOL[=LABEL]: both FILE and SYMBOL non-empty, LABEL non-empty when given. */
+static const char *probe__check(const char *arg)
+{
+	const char *colon = strrchr(arg, ':'), *eq;
+
+	if (!colon || colon == arg || strlen(arg) > 512)
+		usage__fail("invalid --probe '%s': want FILE:SYMBOL[=LABEL]", arg);
+	eq = strchr(colon, '=');
+	if (colon[1] == '=' || !colon[1] || (eq && !eq[1]))
+		usage__fail("invalid --probe '%s': want FILE:SYMBOL[=LABEL]", arg);
+	return arg;
 }
 
 static int pid__parse(const char *arg)
@@ -110,6 +261,53 @@ static void option__apply(struct options *opts, int key, char *arg)
 	case OPT_JSON:
 		opts->json = true;
 		break;
+	case 'q':
+		opts->quiet = true;
+		break;
+	case OPT_PROM_FILE:
+		opts->prom_file = path__check(arg, "--prom-file");
+		break;
+	case OPT_PROM_INTERVAL:
+		opts->prom_interval_s = seconds__parse(arg, "--prom-interval", 0.01, 86400);
+		break;
+	case OPT_PROM_PER_PID:
+		opts->prom_per_pid = true;
+		break;
+	case OPT_THRESHOLD:
+		opts->threshold_ms = ms__parse(arg, "--threshold", 0.01, 600000);
+		break;
+	case OPT_BLOCK_THRESHOLD:
+		opts->block_threshold_ms = ms__parse(arg, "--block-threshold", 0.001, 600000);
+		break;
+	case OPT_SAMPLE_HZ:
+		opts->sample_hz = hz__parse(arg);
+		break;
+	case OPT_ALERT_MS:
+		opts->alert_ms = ms__parse(arg, "--alert-ms", 0.01, 600000);
+		break;
+	case OPT_ALERT_LOG:
+		opts->alert_log = path__check(arg, "--alert-log");
+		break;
+	case OPT_ALERT_EXEC:
+		opts->alert_exec = program__check(arg);
+		break;
+	case OPT_ALERT_EVERY:
+		opts->alert_every_s = seconds__parse(arg, "--alert-every", 0, 86400);
+		break;
+	case OPT_PROBE:
+		if (opts->nprobes >= OPT_MAX_PROBES)
+			usage__fail("too many --probe (at most 32): '%s'", arg);
+		opts->probes[opts->nprobes++] = probe__check(arg);
+		break;
+	case OPT_NO_BUILTIN_PROBES:
+		opts->no_builtin_probes = true;
+		break;
+	case OPT_LIST_PROBES:
+		opts->list_probes = true;
+		break;
+	case OPT_PROBE_THRESHOLD:
+		opts->probe_threshold_ms = ms__parse(arg, "--probe-threshold", 0.001, 600000);
+		break;
 	case 'v':
 		opts->verbose = true;
 		break;
@@ -128,8 +326,16 @@ void options__parse(struct options *opts, int argc, char **argv)
 
 	memset(opts, 0, sizeof(*opts));
 	opts->interval_s = 1.0;
+	opts->prom_interval_s = 15.0;
+	opts->threshold_ms = 10.0;
+	opts->block_threshold_ms = 1.0;
+	/* prime, so sampling does not run in lockstep with timers at round rates */
+	opts->sample_hz = 997;
+	opts->alert_ms = 10.0;
+	opts->alert_every_s = 10.0;
+	opts->probe_threshold_ms = 1.0;
 	opterr = 0;
-	while ((key = getopt_long(argc, argv, ":p:i:d:vh", long_options, NULL)) != -1) {
+	while ((key = getopt_long(argc, argv, ":p:i:d:qvh", long_options, NULL)) != -1) {
 		if (key == '?')
 			usage__fail("unknown option '%s'", argv[optind - 1]);
 		if (key == ':')
@@ -138,4 +344,6 @@ void options__parse(struct options *opts, int argc, char **argv)
 	}
 	if (optind < argc)
 		usage__fail("unexpected argument '%s'", argv[optind]);
+	if (opts->prom_per_pid && !opts->prom_file)
+		usage__fail("%s needs --prom-file", "--prom-per-pid");
 }

@@ -7,6 +7,7 @@
 #include "lwtypes.h"
 
 #define OPT_MAX_PIDS 64
+#define OPT_MAX_PROBES 32
 
 struct options {
 	int pids[OPT_MAX_PIDS];
@@ -17,6 +18,30 @@ struct options {
 	double duration_s;	/* 0: until interrupted */
 	bool json;
 	bool verbose;
+	bool quiet;		/* daemon mode: no live view, no table, errors only on stderr */
+
+	/* Prometheus textfile export */
+	const char *prom_file;	/* NULL: no export */
+	double prom_interval_s;
+	bool prom_per_pid;	/* pid and tid labels (one series per thread) */
+
+	/* stalls and their causes */
+	double threshold_ms;	/* an iteration at or over this is a stall */
+	double block_threshold_ms;	/* a blocked syscall at or over this is a blocking call */
+	int sample_hz;		/* CPU samples per second inside busy periods */
+
+	/* alerts on stalls */
+	double alert_ms;
+	const char *alert_log;	/* NULL: alerts go to stderr */
+	const char *alert_exec;	/* NULL: run nothing */
+	double alert_every_s;	/* per-process rate limit, 0: none */
+
+	/* function probes */
+	const char *probes[OPT_MAX_PROBES];	/* PATH_OR_LIB:SYMBOL[=label], as given */
+	int nprobes;
+	bool no_builtin_probes;
+	bool list_probes;
+	double probe_threshold_ms;
 };
 
 /* Parses argv into opts; on bad input prints one line and exits with status 2. */

@@ -43,3 +43,89 @@ void sink_json__summary(FILE *out, const struct model *m, double ts)
 	free(v);
 	fflush(out);
 }
+
+static void frame__json(FILE *out, const struct frame *f)
+{
+	static const char *const kinds[] = { "native", "kernel", "python", "jit" };
+
+	fprintf(out, "{\"kind\":\"%s\",\"func\":", kinds[f->kind <= FRAME_JIT ? f->kind : 0]);
+	json__string(out, f->func[0] ? f->func : "[unknown]");
+	if (f->kind == FRAME_PYTHON) {
+		fputs(",\"file\":", out);
+		json__string(out, f->file);
+		fprintf(out, ",\"line\":%d}", f->line);
+		return;
+	}
+	fprintf(out, ",\"offset\":%llu,\"module\":", (unsigned long long)f->offset);
+	json__string(out, f->module);
+	fputc('}', out);
+}
+
+void json__frames(FILE *out, const struct stack_report *s)
+{
+	fputc('[', out);
+	for (int i = 0; i < s->nframes; i++) {
+		if (i)
+			fputc(',', out);
+		frame__json(out, &s->frames[i]);
+	}
+	fputc(']', out);
+}
+
+void sink_json__stall(FILE *out, const struct stall_report *r)
+{
+	fprintf(out, "{\"type\":\"stall\",\"ts\":%.6f,\"pid\":%u,\"tid\":%u,\"comm\":",
+		r->ts, r->pid, r->tid);
+	json__string(out, r->comm);
+	fputs(",\"thread\":", out);
+	json__string(out, r->thread);
+	fprintf(out, ",\"duration_ms\":%.3f,\"oncpu_ms\":%.3f,\"blocked_ms\":%.3f,"
+		"\"runq_ms\":%.3f,\"cause\":\"%s\",\"top\":",
+		json__ms(r->duration_ns), json__ms(r->oncpu_ns), json__ms(r->blocked_ns),
+		json__ms(r->runq_ns), stall_cause__name(r->cause));
+	json__string(out, r->top);
+	fputs(",\"syscalls\":[", out);
+	for (int i = 0; i < r->nsyscalls; i++) {
+		fprintf(out, "%s{\"name\":", i ? "," : "");
+		json__string(out, r->syscalls[i].name);
+		fprintf(out, ",\"count\":%u,\"ms\":%.3f}", r->syscalls[i].count,
+			json__ms(r->syscalls[i].ns));
+	}
+	fputs("],\"stacks\":[", out);
+	for (int i = 0; i < r->nstacks; i++) {
+		const struct stack_report *s = &r->stacks[i];
+
+		fprintf(out, "%s{\"samples\":%d,\"cause\":\"%s\"", i ? "," : "", s->samples,
+			s->blocked ? "blocked" : s->runq ? "runq" : "cpu");
+		if (s->runq)
+			fprintf(out, ",\"ms\":%.3f", json__ms(s->ns));
+		if (s->blocked) {
+			fputs(",\"syscall\":", out);
+			json__string(out, s->syscall);
+			fprintf(out, ",\"ms\":%.3f", json__ms(s->ns));
+		}
+		fputs(",\"frames\":", out);
+		json__frames(out, s);
+		fputc('}', out);
+	}
+	fputs("]}\n", out);
+	fflush(out);
+}
+
+void sink_json__block(FILE *out, const struct block_report *r)
+{
+	fprintf(out, "{\"type\":\"blocking_call\",\"ts\":%.6f,\"pid\":%u,\"tid\":%u,"
+		"\"comm\":", r->ts, r->pid, r->tid);
+	json__string(out, r->comm);
+	fputs(",\"syscall\":", out);
+	json__string(out, r->syscall);
+	fprintf(out, ",\"duration_ms\":%.3f,\"sleeps\":%u", json__ms(r->duration_ns), r->sleeps);
+	if (r->fd >= 0) {
+		fprintf(out, ",\"fd\":%d,\"path\":", r->fd);
+		json__string(out, r->path);
+	}
+	fputs(",\"stack\":", out);
+	json__frames(out, &r->stack);
+	fputs("}\n", out);
+	fflush(out);
+}

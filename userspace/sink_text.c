@@ -8,6 +8,15 @@ static double ms(__u64 ns)
 	return (double)ns / 1e6;
 }
 
+static void time__format(char *buf, size_t len, double ts)
+{
+	time_t secs = (time_t)ts;
+	struct tm tm;
+
+	localtime_r(&secs, &tm);
+	strftime(buf, len, "%H:%M:%S", &tm);
+}
+
 const char *loop_row__header(void)
 {
 	return "    PID     TID COMM            THREAD           ITER/s  UTIL%    P50ms    P90ms"
@@ -23,15 +32,6 @@ void loop_row__format(char *buf, size_t len, const struct loop_thread *t,
 		 t->pid, t->tid, t->comm, t->thread, rate, 100.0 * loop_view__utilization(v),
 		 ms(v->lag.p50_ns), ms(v->lag.p90_ns), ms(v->lag.p99_ns), ms(v->lag.p999_ns),
 		 ms(v->lag.max_ns));
-}
-
-static void time__format(char *buf, size_t len, double ts)
-{
-	time_t secs = (time_t)ts;
-	struct tm tm;
-
-	localtime_r(&secs, &tm);
-	strftime(buf, len, "%H:%M:%S", &tm);
 }
 
 void sink_text__interval(FILE *out, const struct model *m, double ts)
@@ -51,6 +51,57 @@ void sink_text__interval(FILE *out, const struct model *m, double ts)
 	fflush(out);
 }
 
+const char *offender_row__header(void)
+{
+	return "    PID COMM             STALLS   TOTALms CAUSE    TOP FRAMES";
+}
+
+void offender_row__format(char *buf, size_t len, const struct offender *o)
+{
+	snprintf(buf, len, "%7u %-15s %7llu %9.1f %-8s %s", o->pid, o->comm,
+		 (unsigned long long)o->count, ms(o->total_ns),
+		 stall_cause__name(offender__cause(o)), o->top);
+}
+
+void sink_text__stall(FILE *out, const struct stall_report *r)
+{
+	char when[16];
+
+	time__format(when, sizeof(when), r->ts);
+	fprintf(out, "%s STALL %u/%u %s/%s %.1f ms: cpu %.1f blocked %.1f runq %.1f ms; %s: %s\n",
+		when, r->pid, r->tid, r->comm, r->thread, ms(r->duration_ns), ms(r->oncpu_ns),
+		ms(r->blocked_ns), ms(r->runq_ns), stall_cause__name(r->cause), r->top);
+	fflush(out);
+}
+
+void sink_text__block(FILE *out, const struct block_report *r)
+{
+	char when[16];
+
+	time__format(when, sizeof(when), r->ts);
+	fprintf(out, "%s BLOCK %u/%u %s %s %.1f ms%s%s\n", when, r->pid, r->tid, r->comm,
+		r->syscall, ms(r->duration_ns), r->path[0] ? " " : "", r->path);
+	fflush(out);
+}
+
+static void offenders__print(FILE *out, const struct model *m)
+{
+	char row[512];
+	size_t n;
+	struct offender *v = model__offenders(m, 0, &n);
+
+	if (!v || !n) {
+		free(v);
+		return;
+	}
+	fprintf(out, "\nTop offenders (stalls by culprit):\n%s\n", offender_row__header());
+	for (size_t i = 0; i < n && i < 20; i++) {
+		offender_row__format(row, sizeof(row), &v[i]);
+		fprintf(out, "%s\n", row);
+	}
+	free(v);
+}
+
 void sink_text__summary(FILE *out, const struct model *m, double ts)
 {
 	struct loop_view sum;
@@ -67,5 +118,6 @@ void sink_text__summary(FILE *out, const struct model *m, double ts)
 		fprintf(out, "%s\n", row);
 	}
 	free(v);
+	offenders__print(out, m);
 	fflush(out);
 }

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The life of one iteration's evidence, shared by the wait-call programs
+ * (which end iterations) and the scheduler programs (which see blocking).
+ */
+#ifndef LOOPWATCH_ITERATION_BPF_H
+#define LOOPWATCH_ITERATION_BPF_H
+
+#include "maps.bpf.h"
+
+static __always_inline void counter__inc(enum lw_counter which)
+{
+	__u32 key = which;
+	__u64 *v = bpf_map_lookup_elem(&counters, &key);
+
+	if (v)
+		(*v)++;
+}
+
+/* Between a wait call's return and the next wait call. */
+static __always_inline bool loop__busy(const struct lw_loop *l)
+{
+	return !l->in_wait && l->busy_start_ns && !(l->flags & LW_THREAD_EXITED);
+}
+
+static __always_inline void iter__add_syscall(struct lw_iter *it, __s32 nr, __u64 ns)
+{
+	__u32 n = it->nsyscalls;
+
+	for (int i = 0; i < LW_ITER_SYSCALLS; i++) {
+		if (i >= n)
+			break;
+		if (it->syscalls[i].nr == nr) {
+			it->syscalls[i].count++;
+			it->syscalls[i].ns += ns;
+			return;
+		}
+	}
+	if (n >= LW_ITER_SYSCALLS)
+		return;
+	it->syscalls[n].nr = nr;
+	it->syscalls[n].count = 1;
+	it->syscalls[n].ns = ns;
+	it->nsyscalls = n + 1;
+}
+
+/* The open invocation ended: count it, and report it if it was long. */
+static __always_inline void block__close(struct lw_loop *l)
+{
+	struct lw_block *b = &l->block;
+	struct lw_block_event *e;
+	__u32 n = l->iter.nblocks;
+	__u64 ns;
+
+	if (!b->start_ns)
+		return;
+	ns = b->last_in_ns > b->start_ns ? b->last_in_ns - b->start_ns : 0;
+	b->start_ns = 0;
+	iter__add_syscall(&l->iter, b->nr, ns);
+	if (ns < block_threshold_ns)
+		return;
+	if (n < LW_ITER_BLOCKS) {
+		bpf_probe_read_kernel(&l->iter.blocks[n].cap, sizeof(b->cap), &b->cap);
+		l->iter.blocks[n].nr = b->nr;
+		l->iter.blocks[n].sleeps = b->sleeps;
+		l->iter.blocks[n].ns = ns;
+		l->iter.nblocks = n + 1;
+	}
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		counter__inc(LW_CTR_EVENTS_DROPPED);
+		return;
+	}
+	e->type = LW_EV_BLOCK;
+	e->pid = l->pid;
+	e->tid = l->tid;
+	e->nr = b->nr;
+	e->start_ns = b->last_in_ns - ns;
+	e->duration_ns = ns;
+	e->arg0 = b->arg0;
+	e->sleeps = b->sleeps;
+	e->pad = 0;
+	bpf_probe_read_kernel(&e->cap, sizeof(e->cap), &b->cap);
+	bpf_probe_read_kernel(&e->path, sizeof(e->path), &b->path);
+	__builtin_memcpy(e->comm, l->comm, LW_COMM_LEN);
+	bpf_ringbuf_submit(e, 0);
+}
+
+/*
+ * Stacks are valid only now, while the task is still on this CPU. Taken in
+ * sched_switch: the kernel stack skips this program and bpf_trace_run.
+ */
+static __always_inline void capture__take(void *ctx, struct lw_capture *cap, __u64 user_sp)
+{
+	cap->stack.user = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+	cap->stack.kernel = bpf_get_stackid(ctx, &stacks, 2 & BPF_F_SKIP_FIELD_MASK);
+	if (bpf_probe_read_user(cap->words, sizeof(cap->words), (void *)user_sp))
+		__builtin_memset(cap->words, 0, sizeof(cap->words));
+}
+
+#endif /* LOOPWATCH_ITERATION_BPF_H */

@@ -1,0 +1,505 @@
+"""Prometheus textfile export: ground truth, atomic rewrites, promtool, node_exporter."""
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+from lwtest import Workload, tmpfile
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# a kernel bucket is at most 1/32 of its lower bound wide: one that straddles an le
+# bound counts above it, so values down to le * 31/32 may land above le
+BUCKET_WIDTH = 1 / 32
+SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
+
+
+def parse_labels(text):
+    """name="value",... with the exposition format's escapes (\\\\, \\", \\n)."""
+    labels, i = {}, 0
+    while i < len(text):
+        m = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="').match(text, i)
+        if not m:
+            raise ValueError("bad label at %r" % text[i:])
+        i, value = m.end(), []
+        while text[i] != '"':
+            if text[i] == "\\":
+                value.append({"\\": "\\", '"': '"', "n": "\n"}[text[i + 1]])
+                i += 2
+            else:
+                value.append(text[i])
+                i += 1
+        labels[m.group(1)] = "".join(value)
+        i += 1
+        if i < len(text):
+            if text[i] != ",":
+                raise ValueError("bad label separator at %r" % text[i:])
+            i += 1
+    return labels
+
+
+def parse_exposition(text):
+    """[(name, labels, value)]; raises on anything the text format does not allow."""
+    if not text.endswith("\n"):
+        raise ValueError("does not end with a newline")
+    samples, typed = [], {}
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            _, _, name, kind = line.split(" ", 3)
+            typed[name] = kind
+            continue
+        if line.startswith("#"):
+            continue
+        m = SAMPLE.match(line)
+        if not m:
+            raise ValueError("bad sample line %r" % line)
+        name = m.group(1)
+        family = re.sub(r"_(bucket|sum|count)$", "", name)
+        if name not in typed and family not in typed:
+            raise ValueError("sample %s before its TYPE" % name)
+        samples.append((name, parse_labels(m.group(2) or ""), float(m.group(3))))
+    return samples
+
+
+def select(samples, name, **labels):
+    return [(l, v) for n, l, v in samples if n == name and
+            all(l.get(k) == v2 for k, v2 in labels.items())]
+
+
+def one(samples, name, **labels):
+    found = select(samples, name, **labels)
+    assert len(found) == 1, "want one %s%s, found %s" % (name, labels, found)
+    return found[0]
+
+
+def read_metrics(path):
+    with open(path) as f:
+        return parse_exposition(f.read())
+
+
+class PromLoopwatch:
+    """loopwatch --quiet --prom-file DIR/loopwatch.prom in the background.
+
+    start() returns once the first file is written: loopwatch writes it right
+    after the BPF programs are attached."""
+
+    def __init__(self, ctx, directory, *args, interval=0.5):
+        self.path = os.path.join(directory, "loopwatch.prom")
+        self.cmd = [ctx.loopwatch, "--quiet", "--prom-file", self.path,
+                    "--prom-interval", str(interval)] + [str(a) for a in args]
+        self.proc = None
+
+    def start(self, timeout=15):
+        self.proc = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if os.path.exists(self.path):
+                return self
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        self.kill()
+        raise AssertionError("loopwatch wrote no %s: %r (cmd %s)" % (
+            self.path, self.proc.stderr.read(), self.cmd))
+
+    def stop(self, sig=None, timeout=60):
+        """Wait for exit (or send sig first); --quiet: nothing on stdout or stderr."""
+        if sig is not None:
+            self.proc.send_signal(sig)
+        out, err = self.proc.communicate(timeout=timeout)
+        assert self.proc.returncode == 0, "loopwatch exited %d: %s" % (
+            self.proc.returncode, err[-2000:])
+        assert out == "" and err == "", "--quiet printed: %r %r" % (out[:500], err[:500])
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def ground_truth(path):
+    with open(path) as f:
+        truth = json.load(f)
+    os.unlink(path)
+    return truth
+
+
+def assert_histogram_matches(samples, labels, busy_ns, what):
+    """One series of loopwatch_loop_iteration_seconds against recorded busy times."""
+    n, tol = len(busy_ns), max(2, 0.005 * len(busy_ns))
+    buckets = {l["le"]: v for l, v in select(samples, "loopwatch_loop_iteration_seconds_bucket",
+                                             **labels)}
+    les = sorted((float(le) for le in buckets if le != "+Inf"))
+    assert les == [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5], les
+    prev = 0
+    for le in les:
+        got = buckets[("%g" % le)]
+        assert got >= prev, "%s: le %g bucket %d below the previous %d" % (what, le, got, prev)
+        prev = got
+        # the kernel's iteration includes the syscall return and the loop's own
+        # overhead, so it is a little above the workload's: never below it
+        most = sum(1 for b in busy_ns if b <= le * 1e9)
+        least = sum(1 for b in busy_ns if b <= le * 1e9 * (1 - BUCKET_WIDTH) - 50000)
+        assert least - tol <= got <= most + tol, \
+            "%s: le %g has %d, the workload's durations allow %d..%d" % (what, le, got, least,
+                                                                         most)
+    inf = buckets["+Inf"]
+    assert inf >= prev and abs(inf - n) <= 0.01 * n, "%s: +Inf %d vs %d" % (what, inf, n)
+    count = one(samples, "loopwatch_loop_iteration_seconds_count", **labels)[1]
+    iterations = one(samples, "loopwatch_loop_iterations_total", **labels)[1]
+    assert count == inf and abs(iterations - n) <= 0.01 * n, \
+        "%s: count %d, iterations_total %d vs %d" % (what, count, iterations, n)
+    total_s = sum(busy_ns) / 1e9
+    sum_s = one(samples, "loopwatch_loop_iteration_seconds_sum", **labels)[1]
+    assert total_s * 0.999 <= sum_s <= total_s * 1.03, \
+        "%s: _sum %.4f s vs the workload's %.4f s" % (what, sum_s, total_s)
+    busy = one(samples, "loopwatch_loop_busy_seconds_total", **labels)[1]
+    assert abs(busy - sum_s) < 1e-6, "%s: busy_seconds_total %f vs _sum %f" % (what, busy, sum_s)
+    assert one(samples, "loopwatch_loop_idle_seconds_total", **labels)[1] > 0, what
+    assert one(samples, "loopwatch_stalls_total", **labels)[1] == 0, what
+
+
+def promtool_check_metrics(path):
+    with open(path) as f:
+        r = subprocess.run(["promtool", "check", "metrics"], stdin=f, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, timeout=30)
+    assert r.returncode == 0, "promtool check metrics %s: %s" % (path, r.stdout)
+
+
+def test_prom_metrics_match_workload_ground_truth(ctx):
+    """Two loop threads of one process: summed into one series by default, a series
+    each with --prom-per-pid; iterations within 1 %, every le bucket consistent with
+    the workload's recorded durations, and promtool check metrics passes."""
+    tmp = tempfile.mkdtemp(prefix="loopwatch-prom-")
+    out = tmpfile()
+    w = Workload([ctx.workload("loopwork"), out, "mixed,fixed3", "1500", "--go"])
+    agg = PromLoopwatch(ctx, os.path.join(tmp, "agg"), "-p", w.pid)
+    per = PromLoopwatch(ctx, os.path.join(tmp, "per"), "-p", w.pid, "--prom-per-pid")
+    try:
+        os.mkdir(os.path.join(tmp, "agg"))
+        os.mkdir(os.path.join(tmp, "per"))
+        agg.start()
+        per.start()
+        w.go()
+        w.wait()
+        agg.stop()
+        per.stop()
+        truth = ground_truth(out)
+        exe = os.path.realpath(ctx.workload("loopwork"))
+
+        samples = read_metrics(agg.path)
+        series = select(samples, "loopwatch_loop_iterations_total", comm="loopwork")
+        assert len(series) == 1, "one series for both threads, got %s" % series
+        labels = series[0][0]
+        assert labels["exe"] == exe and "cgroup" in labels and "pid" not in labels, labels
+        assert_histogram_matches(samples, labels,
+                                 [b for t in truth["threads"] for b in t["busy_ns"]],
+                                 "both threads")
+        assert one(samples, "loopwatch_loop_threads_tracked")[1] == 0, "threads exited"
+        assert one(samples, "loopwatch_build_info")[0]["version"]
+
+        samples = read_metrics(per.path)
+        for t in truth["threads"]:
+            assert_histogram_matches(samples, {"pid": str(truth["pid"]), "tid": str(t["tid"]),
+                                               "comm": "loopwork"},
+                                     t["busy_ns"], "thread %s" % t["profile"])
+        for path in (agg.path, per.path):
+            promtool_check_metrics(path)
+            assert os.stat(path).st_mode & 0o777 == 0o644, oct(os.stat(path).st_mode)
+            assert os.listdir(os.path.dirname(path)) == ["loopwatch.prom"], \
+                "temp files left: %s" % os.listdir(os.path.dirname(path))
+    finally:
+        w.kill()
+        agg.kill()
+        per.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def wait_for_metric(path, pred, timeout=15):
+    """Poll the file until pred(samples) holds; every value seen must never go back."""
+    deadline, last = time.time() + timeout, None
+    while time.time() < deadline:
+        samples = read_metrics(path)
+        if pred(samples):
+            return samples
+        last = samples
+        time.sleep(0.1)
+    raise AssertionError("condition never held; last file: %s" % last)
+
+
+def test_prom_counters_keep_exited_processes(ctx):
+    """Two processes named loopwork, one after the other: their series is one and
+    its counters keep the first process's iterations after it is gone."""
+    tmp = tempfile.mkdtemp(prefix="loopwatch-prom-")
+    lw = PromLoopwatch(ctx, tmp, "--comm", "loopwork", "-d", 60, interval=0.2)
+    total, w = 0, None
+    try:
+        lw.start()
+        for n in (300, 200):
+            out = tmpfile()
+            w = Workload([ctx.workload("loopwork"), out, "mixed", str(n), "--go"])
+            w.go()
+            w.wait()
+            total += len(ground_truth(out)["threads"][0]["busy_ns"])
+
+            def done(samples, want=total):
+                it = select(samples, "loopwatch_loop_iterations_total", comm="loopwork")
+                return (it and it[0][1] >= 0.99 * want and
+                        one(samples, "loopwatch_loop_threads_tracked")[1] == 0)
+            samples = wait_for_metric(lw.path, done)
+            it = one(samples, "loopwatch_loop_iterations_total", comm="loopwork")[1]
+            assert abs(it - total) <= 0.01 * total, "iterations %d vs %d" % (it, total)
+        lw.stop(signal.SIGTERM)
+        samples = read_metrics(lw.path)
+        it = one(samples, "loopwatch_loop_iterations_total", comm="loopwork")[1]
+        assert abs(it - total) <= 0.01 * total, "after exit: iterations %d vs %d" % (it, total)
+    finally:
+        if w:
+            w.kill()
+        lw.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+HOSTILE = r'''
+import ctypes, select, sys
+ctypes.CDLL(None).prctl(15, b'a"b\\c\xffd\xc3\xa9', 0, 0, 0)
+print("ready", flush=True)
+sys.stdin.readline()
+for _ in range(200):
+    select.select([], [], [], 0.001)
+'''
+
+
+def test_prom_hostile_process_names_stay_valid(ctx):
+    """A process named a"b\\c, an invalid UTF-8 byte and an é: the label is escaped,
+    the bad byte replaced, and promtool accepts the file."""
+    tmp = tempfile.mkdtemp(prefix="loopwatch-prom-")
+    py = subprocess.Popen(["/usr/bin/python3", "-c", HOSTILE], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, text=True)
+    lw = PromLoopwatch(ctx, tmp, "-p", py.pid, "--prom-per-pid")
+    try:
+        assert py.stdout.readline().strip() == "ready"
+        lw.start()
+        py.stdin.write("go\n")
+        py.stdin.flush()
+        py.wait(timeout=30)
+        lw.stop()
+        samples = read_metrics(lw.path)
+        _, it = one(samples, "loopwatch_loop_iterations_total", comm='a"b\\c?d\u00e9')
+        assert it >= 190, "iterations %d" % it
+        promtool_check_metrics(lw.path)
+    finally:
+        if py.poll() is None:
+            py.kill()
+            py.wait()
+        lw.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_prom_reader_never_sees_a_partial_file(ctx):
+    """A reader polling the file while it is rewritten every 20 ms sees only whole
+    files: each parses, ends with a newline and has the build_info and the last
+    family; no temp file ever matches *.prom."""
+    tmp = tempfile.mkdtemp(prefix="loopwatch-prom-")
+    out = tmpfile()
+    # six threads with pid/tid labels: a file of several pages, so a torn write shows
+    w = Workload([ctx.workload("loopwork"), out, "mixed,mixed,mixed,mixed,fixed3,fixed3", "500",
+                  "--go"])
+    lw = PromLoopwatch(ctx, tmp, "-p", w.pid, "--prom-per-pid", interval=0.02)
+    # the filesystem reuses inode numbers: versions are told apart by their content
+    reads, versions, biggest = 0, set(), 0
+    try:
+        lw.start()
+        w.go()
+        deadline = time.time() + 60
+        while w.proc.poll() is None and time.time() < deadline:
+            with open(lw.path) as f:
+                text = f.read()
+            reads += 1
+            versions.add(hash(text))
+            biggest = max(biggest, len(text))
+            assert "\nloopwatch_build_info{" in text, "read %d: no build_info: %r" % (
+                reads, text[-300:])
+            assert text.endswith("\n") and \
+                text.splitlines()[-1].startswith("loopwatch_loop_threads_tracked "), \
+                "read %d: cut short: %r" % (reads, text[-300:])
+            parse_exposition(text)
+            stray = [f for f in os.listdir(tmp) if f.endswith(".prom") and f != "loopwatch.prom"]
+            assert not stray, stray
+        w.wait()
+        lw.stop()
+        os.unlink(out)
+        assert reads >= 200 and len(versions) >= 50, \
+            "only %d reads of %d versions of the file" % (reads, len(versions))
+        assert biggest > 8192, "the file stayed small (%d bytes)" % biggest
+    finally:
+        w.kill()
+        lw.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def scrape(url, timeout=5):
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return parse_exposition(r.read().decode())
+
+
+def node_exporter_start(directory, timeout=15):
+    """Debian's prometheus-node-exporter on loopback with only the textfile collector."""
+    for _ in range(3):
+        port = free_port()
+        proc = subprocess.Popen(["prometheus-node-exporter",
+                                 "--web.listen-address=127.0.0.1:%d" % port,
+                                 "--collector.disable-defaults", "--collector.textfile",
+                                 "--collector.textfile.directory=" + directory,
+                                 "--web.disable-exporter-metrics"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        url = "http://127.0.0.1:%d/metrics" % port
+        deadline = time.time() + timeout
+        while time.time() < deadline and proc.poll() is None:
+            try:
+                scrape(url, timeout=1)
+                return proc, url
+            except OSError:
+                time.sleep(0.1)
+        node_exporter_stop(proc)
+    raise AssertionError("prometheus-node-exporter did not start: %s" % proc.stderr.read())
+
+
+def node_exporter_stop(proc):
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def test_prom_node_exporter_serves_loopwatch_series(ctx):
+    """node_exporter's textfile collector on loopwatch's directory serves its series
+    over HTTP, while loopwatch runs and after: iterations as the workload counted."""
+    tmp = tempfile.mkdtemp(prefix="loopwatch-prom-")
+    os.chmod(tmp, 0o755)
+    out = tmpfile()
+    ne, w = None, None
+    lw = None
+    try:
+        ne, url = node_exporter_start(tmp)
+        w = Workload([ctx.workload("loopwork"), out, "mixed", "500", "--go"])
+        lw = PromLoopwatch(ctx, tmp, "-p", w.pid, interval=0.2)
+        lw.start()
+        samples = scrape(url)
+        assert one(samples, "node_textfile_scrape_error")[1] == 0, samples
+        assert select(samples, "loopwatch_build_info"), "no loopwatch series: %s" % samples
+        w.go()
+        w.wait()
+        lw.stop()
+        n = len(ground_truth(out)["threads"][0]["busy_ns"])
+        samples = scrape(url)
+        assert one(samples, "node_textfile_scrape_error")[1] == 0
+        labels, it = one(samples, "loopwatch_loop_iterations_total", comm="loopwork")
+        assert abs(it - n) <= 0.01 * n, "scraped iterations %d vs %d" % (it, n)
+        assert one(samples, "loopwatch_loop_iteration_seconds_bucket", le="+Inf",
+                   comm="loopwork")[1] == one(read_metrics(lw.path),
+                                              "loopwatch_loop_iteration_seconds_bucket",
+                                              le="+Inf", comm="loopwork")[1]
+        assert labels["exe"].endswith("/loopwork"), labels
+    finally:
+        if ne:
+            node_exporter_stop(ne)
+        if w:
+            w.kill()
+        if lw:
+            lw.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_prom_rules_pass_promtool(ctx):
+    """The shipped alert rules are valid and their unit tests pass: p99 over 10 ms
+    across hosts alerts, a fast or an idle loop does not, frequent stalls, stale file."""
+    d = os.path.join(REPO, "tools", "prometheus")
+    for cmd in (["promtool", "check", "rules", "loopwatch.rules.yml"],
+                ["promtool", "test", "rules", "loopwatch.rules.test.yml"]):
+        r = subprocess.run(cmd, cwd=d, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True, timeout=60)
+        assert r.returncode == 0, "%s: %s" % (" ".join(cmd), r.stdout)
+
+
+def run_fast(ctx, *args):
+    return subprocess.run([ctx.loopwatch] + [str(a) for a in args], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, timeout=20)
+
+
+def test_prom_and_service_flags_fail_clearly(ctx):
+    """A --prom-file directory that cannot take the file, and every bad value of the
+    new flags: one line on stderr, exit status 2, before any tracing starts."""
+    tmp = tempfile.mkdtemp(prefix="loopwatch-prom-")
+    try:
+        bad = [
+            ["--prom-file", "/nonexistent-loopwatch-dir/sub/loopwatch.prom"],
+            ["--prom-file", "/etc/passwd/loopwatch.prom"],
+            ["--prom-file", tmp],
+            ["--prom-file", tmp + "/"],
+            ["--prom-file", tmp + "/x.prom", "--prom-interval", "0"],
+            ["--prom-file", tmp + "/x.prom", "--prom-interval", "soon"],
+            ["--prom-per-pid"],
+            ["--threshold", "-1"],
+            ["--threshold", "10ms"],
+            ["--block-threshold", ""],
+            ["--sample-hz", "0"],
+            ["--sample-hz", "1.5"],
+            ["--alert-ms", "x"],
+            ["--alert-every", "-1"],
+            ["--alert-log", tmp + "/"],
+            ["--alert-exec", "/nonexistent-loopwatch-dir/notify"],
+            ["--alert-exec", "no-such-loopwatch-program"],
+            ["--alert-exec", tmp],
+            ["--probe", "nocolon"],
+            ["--probe", ":malloc"],
+            ["--probe", "libc.so.6:"],
+            ["--probe", "libc.so.6:malloc="],
+            ["--probe-threshold", "0"],
+            sum((["--probe", "libc.so.6:f%d" % i] for i in range(33)), []),
+        ]
+        for args in bad:
+            r = run_fast(ctx, *args)
+            assert r.returncode == 2 and r.stdout == "" and len(r.stderr.splitlines()) == 1, \
+                "%s: exit %d, stderr %r" % (args, r.returncode, r.stderr)
+            assert "tracing" not in r.stderr, args
+        r = run_fast(ctx, "--prom-file", "/nonexistent-loopwatch-dir/sub/loopwatch.prom")
+        assert "/nonexistent-loopwatch-dir/sub" in r.stderr, r.stderr
+        assert not os.listdir(tmp), os.listdir(tmp)
+
+        # good values are taken (--version exits once everything before it parsed)
+        r = run_fast(ctx, "--quiet", "--prom-file", tmp + "/x.prom", "--prom-interval", "0.05",
+                     "--prom-per-pid", "--threshold", "20", "--block-threshold", "0.5",
+                     "--sample-hz", "99", "--alert-ms", "15", "--alert-log", tmp + "/alerts",
+                     "--alert-exec", "true", "--alert-every", "0", "--probe",
+                     "libc.so.6:malloc=alloc", "--no-builtin-probes", "--probe-threshold", "2",
+                     "--list-probes", "--version")
+        assert r.returncode == 0 and r.stdout.startswith("loopwatch "), r
+        r = run_fast(ctx, "--help")
+        for flag in ("--quiet", "--prom-file", "--prom-interval", "--prom-per-pid",
+                     "--threshold", "--block-threshold", "--sample-hz", "--alert-ms",
+                     "--alert-log", "--alert-exec", "--alert-every", "--probe",
+                     "--no-builtin-probes", "--list-probes"):
+            assert flag + " " in r.stdout or flag + "\n" in r.stdout, "--help lacks " + flag
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit("run through tests/run.py: python3 tests/run.py --build build test_prom")

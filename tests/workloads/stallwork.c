@@ -1,0 +1,276 @@
+/*
+ * An epoll loop that injects one kind of stall per iteration, each in its own
+ * named function, and records ground truth: every iteration's busy time and
+ * the duration of the injected call.
+ *
+ * usage: stallwork OUT.json KIND[,KIND...] REPEAT [--go]
+ *   KIND: cpu (spin ~25 ms) | sleep (nanosleep ~30 ms) | fsync (write+fsync)
+ *         | mutex (wait ~20 ms on a mutex another thread holds)
+ *         | runq (a SCHED_FIFO competitor on the same CPU takes ~25 ms)
+ *         | small (2 ms of work: no stall)
+ * Each kind runs REPEAT times, separated by quiet iterations.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+#include "groundtruth.h"
+
+#define MAX_RECORDS 4096
+
+struct record {
+	const char *kind;
+	uint64_t busy_ns;
+	uint64_t call_ns;
+};
+
+static struct record records[MAX_RECORDS];
+static int nrecords;
+static char fsync_path[256];
+
+static pthread_mutex_t held = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int holder_has_lock;
+static int holder_efd;
+static int competitor_efd;
+
+__attribute__((noinline)) void inject_cpu_spin(struct record *r)
+{
+	uint64_t t0 = now_ns();
+
+	spin_ns(25000000);
+	r->call_ns = now_ns() - t0;
+}
+
+__attribute__((noinline)) void inject_nanosleep(struct record *r)
+{
+	struct timespec ts = { .tv_nsec = 30000000 };
+	uint64_t t0 = now_ns();
+
+	nanosleep(&ts, NULL);
+	r->call_ns = now_ns() - t0;
+}
+
+/*
+ * Journals dirtied before the loop starts (writing 48 MiB would itself be a
+ * CPU stall): each fsync iteration flushes the next one.
+ */
+#define MAX_JOURNALS 16
+static int journal_fds[MAX_JOURNALS], njournals, next_journal;
+
+static void journals__prepare(int count)
+{
+	static char buf[1 << 20];
+
+	memset(buf, 'x', sizeof(buf));
+	for (njournals = 0; njournals < count && njournals < MAX_JOURNALS; njournals++) {
+		int fd = open(fsync_path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+
+		if (fd < 0)
+			exit(3);
+		unlink(fsync_path);	/* the open fd keeps it; nothing is left behind */
+		for (int i = 0; i < 48; i++) {
+			if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
+				exit(3);
+		}
+		journal_fds[njournals] = fd;
+	}
+}
+
+__attribute__((noinline)) void inject_fsync(struct record *r)
+{
+	uint64_t t0 = now_ns();
+
+	fsync(journal_fds[next_journal++ % MAX_JOURNALS]);
+	r->call_ns = now_ns() - t0;
+}
+
+__attribute__((noinline)) void inject_mutex_wait(struct record *r)
+{
+	uint64_t t0, one = 1;
+
+	if (write(holder_efd, &one, sizeof(one)) != sizeof(one))
+		exit(3);
+	while (!atomic_load(&holder_has_lock))
+		;
+	t0 = now_ns();
+	pthread_mutex_lock(&held);
+	r->call_ns = now_ns() - t0;
+	pthread_mutex_unlock(&held);
+	atomic_store(&holder_has_lock, 0);
+}
+
+static void pin(int cpu);
+
+__attribute__((noinline)) void inject_runq_starvation(struct record *r)
+{
+	uint64_t one = 1, t0 = now_ns();
+
+	/* the RT competitor on our CPU preempts us at once and spins ~25 ms */
+	pin(0);
+	if (write(competitor_efd, &one, sizeof(one)) != sizeof(one))
+		exit(3);
+	spin_ns(1000000);
+	pin(-1);
+	r->call_ns = now_ns() - t0;
+}
+
+__attribute__((noinline)) void inject_small_work(struct record *r)
+{
+	spin_ns(2000000);
+	r->call_ns = 2000000;
+}
+
+static void *holder__run(void *arg)
+{
+	(void)arg;
+	pthread_setname_np(pthread_self(), "holder");
+	for (;;) {
+		struct timespec ts = { .tv_nsec = 20000000 };
+		uint64_t v;
+
+		if (read(holder_efd, &v, sizeof(v)) != sizeof(v))
+			continue;
+		pthread_mutex_lock(&held);
+		atomic_store(&holder_has_lock, 1);
+		nanosleep(&ts, NULL);
+		pthread_mutex_unlock(&held);
+	}
+	return NULL;
+}
+
+/* cpu -1: any CPU */
+static void pin(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	for (int i = 0; i < CPU_SETSIZE; i++) {
+		if (cpu < 0 || i == cpu)
+			CPU_SET(i, &set);
+	}
+	sched_setaffinity(0, sizeof(set), &set);
+}
+
+static void *competitor__run(void *arg)
+{
+	struct sched_param sp = { .sched_priority = 10 };
+	uint64_t v;
+
+	(void)arg;
+	pthread_setname_np(pthread_self(), "competitor");
+	pin(0);
+	if (sched_setscheduler(0, SCHED_FIFO, &sp))
+		perror("stallwork: SCHED_FIFO");
+	for (;;) {
+		if (read(competitor_efd, &v, sizeof(v)) != sizeof(v))
+			continue;
+		spin_ns(25000000);
+	}
+	return NULL;
+}
+
+static void (*injector(const char *kind))(struct record *)
+{
+	if (!strcmp(kind, "cpu"))
+		return inject_cpu_spin;
+	if (!strcmp(kind, "sleep"))
+		return inject_nanosleep;
+	if (!strcmp(kind, "fsync"))
+		return inject_fsync;
+	if (!strcmp(kind, "mutex"))
+		return inject_mutex_wait;
+	if (!strcmp(kind, "runq"))
+		return inject_runq_starvation;
+	if (!strcmp(kind, "small"))
+		return inject_small_work;
+	return NULL;
+}
+
+static void truth__write(const char *path)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		exit(1);
+	fprintf(f, "{\"pid\":%d,\"tid\":%ld,\"fsync_path\":\"%s\",\"records\":[", getpid(),
+		syscall(SYS_gettid), fsync_path);
+	for (int i = 0; i < nrecords; i++)
+		fprintf(f, "%s{\"kind\":\"%s\",\"busy_ns\":%llu,\"call_ns\":%llu}", i ? "," : "",
+			records[i].kind, (unsigned long long)records[i].busy_ns,
+			(unsigned long long)records[i].call_ns);
+	fprintf(f, "]}\n");
+	fclose(f);
+}
+
+int main(int argc, char **argv)
+{
+	struct itimerspec its = { .it_interval.tv_nsec = 40000000, .it_value.tv_nsec = 40000000 };
+	struct epoll_event ev = { .events = EPOLLIN }, out[4];
+	char *kinds[16], *list;
+	int nkinds = 0, repeat, ep, tfd;
+	pthread_t holder, competitor;
+	uint64_t expirations;
+
+	if (argc < 4) {
+		fprintf(stderr, "usage: stallwork OUT KINDS REPEAT [--go]\n");
+		return 2;
+	}
+	repeat = atoi(argv[3]);
+	list = strdup(argv[2]);
+	for (char *k = strtok(list, ","); k && nkinds < 16; k = strtok(NULL, ","))
+		kinds[nkinds++] = k;
+	snprintf(fsync_path, sizeof(fsync_path), "/var/tmp/stallwork-%d.dat", getpid());
+	competitor_efd = eventfd(0, 0);
+	holder_efd = eventfd(0, 0);
+	pthread_create(&holder, NULL, holder__run, NULL);
+	pthread_create(&competitor, NULL, competitor__run, NULL);
+	for (int k = 0; k < nkinds; k++) {
+		if (!strcmp(kinds[k], "fsync"))
+			journals__prepare(repeat);
+	}
+	printf("%d\n", getpid());
+	fflush(stdout);
+	if (argc > 4 && !strcmp(argv[4], "--go")) {
+		char line[16];
+
+		if (!fgets(line, sizeof(line), stdin))
+			return 1;
+	}
+	ep = epoll_create1(0);
+	tfd = timerfd_create(CLOCK_MONOTONIC, 0);
+	epoll_ctl(ep, EPOLL_CTL_ADD, tfd, &ev);
+	timerfd_settime(tfd, 0, &its, NULL);
+	for (int k = 0; k < nkinds; k++) {
+		void (*inject)(struct record *) = injector(kinds[k]);
+
+		if (!inject) {
+			fprintf(stderr, "stallwork: unknown kind %s\n", kinds[k]);
+			return 2;
+		}
+		for (int i = 0; i < repeat && nrecords < MAX_RECORDS; i++) {
+			struct record *r = &records[nrecords++];
+			uint64_t t0;
+
+			epoll_wait(ep, out, 4, -1);
+			t0 = now_ns();
+			if (read(tfd, &expirations, sizeof(expirations)) < 0)
+				return 1;
+			r->kind = kinds[k];
+			inject(r);
+			r->busy_ns = now_ns() - t0;
+		}
+	}
+	epoll_wait(ep, out, 4, 0);
+	for (int i = 0; i < njournals; i++)
+		close(journal_fds[i]);
+	truth__write(argv[1]);
+	return 0;
+}

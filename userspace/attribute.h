@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Turns raw stall and blocking-call events into reports: stacks read and symbolized. */
+#ifndef LOOPWATCH_ATTRIBUTE_H
+#define LOOPWATCH_ATTRIBUTE_H
+
+#include "collector.h"
+#include "report.h"
+
+struct attributor;
+
+struct attributor *attributor__new(struct collector *c);
+void attributor__free(struct attributor *a);
+/* 0 on success; the report owns memory until *_report__free */
+int attributor__stall(struct attributor *a, const struct lw_stall_event *e,
+		      struct stall_report *out);
+int attributor__block(struct attributor *a, const struct lw_block_event *e,
+		      struct block_report *out);
+
+#endif

@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include "dispatch.h"
+#include "sink.h"
+
+static void dispatch__stall(struct dispatch *d, const struct lw_stall_event *e)
+{
+	struct stall_report r;
+
+	if (attributor__stall(d->attr, e, &r))
+		return;
+	d->stalls++;
+	model__add_stall(d->model, &r);
+	if (d->output == DISPATCH_JSON)
+		sink_json__stall(d->out, &r);
+	else if (d->output == DISPATCH_TEXT)
+		sink_text__stall(d->out, &r);
+	stall_report__free(&r);
+}
+
+static void dispatch__block(struct dispatch *d, const struct lw_block_event *e)
+{
+	struct block_report r;
+
+	if (attributor__block(d->attr, e, &r))
+		return;
+	d->blocks++;
+	if (d->output == DISPATCH_JSON)
+		sink_json__block(d->out, &r);
+	else if (d->output == DISPATCH_TEXT)
+		sink_text__block(d->out, &r);
+	block_report__free(&r);
+}
+
+void dispatch__event(const void *event, size_t size, void *ctx)
+{
+	struct dispatch *d = ctx;
+	__u32 type;
+
+	if (!d->attr || size < sizeof(type))
+		return;
+	type = *(const __u32 *)event;
+	if (type == LW_EV_STALL && size >= sizeof(struct lw_stall_event))
+		dispatch__stall(d, event);
+	else if (type == LW_EV_BLOCK && size >= sizeof(struct lw_block_event))
+		dispatch__block(d, event);
+}

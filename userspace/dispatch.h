@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Kernel events to reports, into the model, out to the sink in use. */
+#ifndef LOOPWATCH_DISPATCH_H
+#define LOOPWATCH_DISPATCH_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include "attribute.h"
+#include "model.h"
+
+enum dispatch_output { DISPATCH_NONE, DISPATCH_TEXT, DISPATCH_JSON };
+
+struct dispatch {
+	struct attributor *attr;	/* set once the collector is open */
+	struct model *model;
+	enum dispatch_output output;
+	FILE *out;
+	__u64 stalls;
+	__u64 blocks;
+};
+
+/* an event_fn for the collector; ctx is the struct dispatch */
+void dispatch__event(const void *event, size_t size, void *ctx);
+
+#endif

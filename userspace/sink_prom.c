@@ -1,0 +1,742 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The sink keeps its own book of series so that counters never go back:
+ * every thread it has seen contributes (its counters now - a base) to the
+ * series of its labels; when the thread leaves the model, or its labels
+ * change, or its kernel record restarts from zero, what it contributed so
+ * far moves to the series' retired part and stays there.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "sink_prom.h"
+#include "version.h"
+
+#define PROM_HASH 4096
+/* aggregate series outlive their threads; past this many the longest-dead go */
+#define PROM_MAX_SERIES 8192
+#define PROM_LABELS_LEN 2048
+
+/* the le bounds of loopwatch_loop_iteration_seconds, besides +Inf */
+static const struct {
+	const char *le;
+	__u64 ns;
+} prom_buckets[] = {
+	{ "0.001", 1000000ULL },
+	{ "0.005", 5000000ULL },
+	{ "0.01", 10000000ULL },
+	{ "0.025", 25000000ULL },
+	{ "0.05", 50000000ULL },
+	{ "0.1", 100000000ULL },
+	{ "0.25", 250000000ULL },
+	{ "0.5", 500000000ULL },
+	{ "1", 1000000000ULL },
+	{ "2.5", 2500000000ULL },
+};
+#define PROM_NBUCKETS (sizeof(prom_buckets) / sizeof(prom_buckets[0]))
+
+/* Everything a series exports, all monotonic. */
+struct prom_counts {
+	__u64 le[PROM_NBUCKETS];	/* cumulative */
+	__u64 count;			/* the +Inf bucket and _count */
+	__u64 busy_ns;
+	__u64 idle_ns;
+	__u64 iterations;
+	__u64 stalls;
+};
+
+struct prom_series {
+	char *labels;			/* rendered and escaped: comm="..",exe="..",... */
+	struct prom_counts retired;	/* left behind by threads no longer counted live */
+	struct prom_counts total;	/* retired + live contributions, at the last fold */
+	int live;			/* attached threads that have not exited */
+	double dead_since;		/* when live fell to 0; < 0 while alive */
+	struct prom_series *hash_next;
+};
+
+struct prom_thread {
+	__u32 tid;
+	__u64 start_ns;
+	struct prom_series *series;
+	struct prom_counts base;
+	struct prom_counts last;
+	bool exited;
+	bool seen;
+	bool dropped;		/* its series went after the grace period: never again */
+	struct prom_thread *hash_next;
+};
+
+struct sink_prom {
+	char *path;
+	char *tmp_path;
+	bool per_pid;
+	double last_write_s;
+	struct prom_thread *threads[PROM_HASH];
+	struct prom_series *series[PROM_HASH];
+	size_t nseries;
+	size_t nlive_threads;
+};
+
+/*
+ * The model gains its per-thread stall counter with the stall events; until
+ * then no stall is known and the family exports 0, so rules and dashboards
+ * can rely on the series existing.
+ */
+static __u64 loop_thread__stalls(const struct loop_thread *t)
+{
+	(void)t;
+	return 0;
+}
+
+static void counts__from_thread(struct prom_counts *c, const struct loop_thread *t)
+{
+	const struct lw_hist *h = &t->snap.busy_hist;
+
+	for (size_t i = 0; i < PROM_NBUCKETS; i++)
+		c->le[i] = hist__count_le(h, prom_buckets[i].ns);
+	c->count = hist__count(h);
+	c->busy_ns = t->snap.busy_ns;
+	c->idle_ns = t->snap.idle_ns;
+	c->iterations = t->snap.iterations;
+	c->stalls = loop_thread__stalls(t);
+}
+
+/* dst += a - b */
+static void counts__add_diff(struct prom_counts *dst, const struct prom_counts *a,
+			     const struct prom_counts *b)
+{
+	for (size_t i = 0; i < PROM_NBUCKETS; i++)
+		dst->le[i] += a->le[i] - b->le[i];
+	dst->count += a->count - b->count;
+	dst->busy_ns += a->busy_ns - b->busy_ns;
+	dst->idle_ns += a->idle_ns - b->idle_ns;
+	dst->iterations += a->iterations - b->iterations;
+	dst->stalls += a->stalls - b->stalls;
+}
+
+/* true if any counter of now is below before: the kernel record started over */
+static bool counts__went_back(const struct prom_counts *now, const struct prom_counts *before)
+{
+	for (size_t i = 0; i < PROM_NBUCKETS; i++) {
+		if (now->le[i] < before->le[i])
+			return true;
+	}
+	return now->count < before->count || now->busy_ns < before->busy_ns ||
+	       now->idle_ns < before->idle_ns || now->iterations < before->iterations ||
+	       now->stalls < before->stalls;
+}
+
+static unsigned int str__hash(const char *s)
+{
+	unsigned int h = 2166136261u;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h % PROM_HASH;
+}
+
+/*
+ * Length of the valid UTF-8 sequence at s, 0 if invalid. Strict (no
+ * overlongs, surrogates or code points past U+10FFFF): Prometheus rejects
+ * the whole file over one bad label value, and comm, exe and cgroup are the
+ * traced side's bytes.
+ */
+static int utf8__seq_len(const unsigned char *s)
+{
+	unsigned char lo = 0x80, hi = 0xbf;
+	int n;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	if (s[0] == 0xe0)
+		lo = 0xa0;
+	else if (s[0] == 0xed)
+		hi = 0x9f;
+	else if (s[0] == 0xf0)
+		lo = 0x90;
+	else if (s[0] == 0xf4)
+		hi = 0x8f;
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	for (int i = 2; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	}
+	return n;
+}
+
+struct strbuf {
+	char *buf;
+	size_t len;
+	size_t pos;
+};
+
+static void strbuf__put(struct strbuf *sb, const char *s, size_t n)
+{
+	/* truncation keeps the string terminated; a label past 2 KiB is garbage anyway */
+	if (sb->pos + n >= sb->len)
+		n = sb->pos < sb->len - 1 ? sb->len - 1 - sb->pos : 0;
+	memcpy(sb->buf + sb->pos, s, n);
+	sb->pos += n;
+	sb->buf[sb->pos] = '\0';
+}
+
+/* name="value" with the exposition format's escapes; invalid UTF-8 becomes '?' */
+static void strbuf__label(struct strbuf *sb, const char *name, const char *value)
+{
+	const unsigned char *s = (const unsigned char *)value;
+
+	if (sb->pos)
+		strbuf__put(sb, ",", 1);
+	strbuf__put(sb, name, strlen(name));
+	strbuf__put(sb, "=\"", 2);
+	while (*s) {
+		int n = utf8__seq_len(s);
+
+		if (*s == '\\')
+			strbuf__put(sb, "\\\\", 2);
+		else if (*s == '"')
+			strbuf__put(sb, "\\\"", 2);
+		else if (*s == '\n')
+			strbuf__put(sb, "\\n", 2);
+		else if (!n)
+			strbuf__put(sb, "?", 1);
+		else
+			strbuf__put(sb, (const char *)s, (size_t)n);
+		s += n ? n : 1;
+	}
+	strbuf__put(sb, "\"", 1);
+}
+
+static bool char__is_hex(char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+}
+
+bool cgroup__container_id(const char *cgroup, char *id, size_t len)
+{
+	const char *found = NULL, *s = cgroup;
+
+	/*
+	 * docker-ID.scope, /docker/ID, cri-containerd-ID.scope, crio-ID.scope,
+	 * libpod-ID.scope: a run of exactly 64 hex digits after '/', '-' or ':'.
+	 * The last one wins: nested cgroups name the innermost container.
+	 */
+	while (*s) {
+		size_t n = 0;
+
+		while (char__is_hex(s[n]))
+			n++;
+		if (n == 64 && s > cgroup && strchr("/-:", s[-1]))
+			found = s;
+		s += n ? n : 1;
+	}
+	if (!found || len < 65)
+		return false;
+	memcpy(id, found, 64);
+	id[64] = '\0';
+	return true;
+}
+
+static void labels__build(char *buf, size_t len, const struct loop_thread *t, bool per_pid)
+{
+	struct strbuf sb = { buf, len, 0 };
+	char id[65], num[16];
+
+	buf[0] = '\0';
+	strbuf__label(&sb, "comm", t->comm);
+	strbuf__label(&sb, "exe", t->exe);
+	strbuf__label(&sb, "cgroup", t->cgroup);
+	if (cgroup__container_id(t->cgroup, id, sizeof(id)))
+		strbuf__label(&sb, "container_id", id);
+	if (!per_pid)
+		return;
+	snprintf(num, sizeof(num), "%u", t->pid);
+	strbuf__label(&sb, "pid", num);
+	snprintf(num, sizeof(num), "%u", t->tid);
+	strbuf__label(&sb, "tid", num);
+}
+
+static struct prom_series *series__get(struct sink_prom *sp, const char *labels)
+{
+	unsigned int h = str__hash(labels);
+	struct prom_series *s;
+
+	for (s = sp->series[h]; s; s = s->hash_next) {
+		if (!strcmp(s->labels, labels))
+			return s;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->labels = strdup(labels);
+	if (!s->labels) {
+		free(s);
+		return NULL;
+	}
+	s->dead_since = -1;
+	s->hash_next = sp->series[h];
+	sp->series[h] = s;
+	sp->nseries++;
+	return s;
+}
+
+static struct prom_thread *thread__get(struct sink_prom *sp, const struct loop_thread *t)
+{
+	unsigned int h = t->tid % PROM_HASH;
+	struct prom_thread *pt;
+
+	for (pt = sp->threads[h]; pt; pt = pt->hash_next) {
+		if (pt->tid == t->tid && pt->start_ns == t->start_ns)
+			return pt;
+	}
+	pt = calloc(1, sizeof(*pt));
+	if (!pt)
+		return NULL;
+	pt->tid = t->tid;
+	pt->start_ns = t->start_ns;
+	pt->hash_next = sp->threads[h];
+	sp->threads[h] = pt;
+	return pt;
+}
+
+/* Whatever the thread added to its series so far stays there for good. */
+static void thread__retire(struct prom_thread *pt)
+{
+	if (pt->series)
+		counts__add_diff(&pt->series->retired, &pt->last, &pt->base);
+	pt->base = pt->last;
+}
+
+static void thread__fold(struct sink_prom *sp, const struct loop_thread *t)
+{
+	static struct prom_counts zero;
+	char labels[PROM_LABELS_LEN];
+	struct prom_thread *pt = thread__get(sp, t);
+	struct prom_series *s;
+	struct prom_counts now;
+
+	if (!pt)
+		return;
+	pt->seen = true;
+	pt->exited = t->exited;
+	if (pt->dropped)
+		return;
+	labels__build(labels, sizeof(labels), t, sp->per_pid);
+	s = series__get(sp, labels);
+	if (!s)
+		return;
+	counts__from_thread(&now, t);
+	if (counts__went_back(&now, &pt->last)) {
+		/* the kernel record was recreated: its counts start from zero again */
+		thread__retire(pt);
+		pt->base = pt->last = zero;
+	}
+	if (pt->series != s) {
+		/* a new thread, or a renamed one: it counts in the new series from here */
+		thread__retire(pt);
+		pt->series = s;
+	}
+	pt->last = now;
+}
+
+static void thread__free_unseen(struct sink_prom *sp)
+{
+	for (unsigned int h = 0; h < PROM_HASH; h++) {
+		struct prom_thread **pp = &sp->threads[h];
+
+		while (*pp) {
+			struct prom_thread *pt = *pp;
+
+			if (pt->seen) {
+				pp = &pt->hash_next;
+				continue;
+			}
+			/* gone from the model: its counters can only be kept as retired */
+			thread__retire(pt);
+			*pp = pt->hash_next;
+			free(pt);
+		}
+	}
+}
+
+static void series__sum(struct sink_prom *sp, double now_s)
+{
+	for (unsigned int h = 0; h < PROM_HASH; h++) {
+		for (struct prom_series *s = sp->series[h]; s; s = s->hash_next) {
+			s->total = s->retired;
+			s->live = 0;
+		}
+	}
+	sp->nlive_threads = 0;
+	for (unsigned int h = 0; h < PROM_HASH; h++) {
+		for (struct prom_thread *pt = sp->threads[h]; pt; pt = pt->hash_next) {
+			if (!pt->series)
+				continue;
+			counts__add_diff(&pt->series->total, &pt->last, &pt->base);
+			if (!pt->exited) {
+				pt->series->live++;
+				sp->nlive_threads++;
+			}
+		}
+	}
+	for (unsigned int h = 0; h < PROM_HASH; h++) {
+		for (struct prom_series *s = sp->series[h]; s; s = s->hash_next) {
+			if (s->live)
+				s->dead_since = -1;
+			else if (s->dead_since < 0)
+				s->dead_since = now_s;
+		}
+	}
+}
+
+static void series__drop(struct sink_prom *sp, struct prom_series *victim)
+{
+	struct prom_series **pp = &sp->series[str__hash(victim->labels)];
+
+	for (unsigned int h = 0; h < PROM_HASH; h++) {
+		for (struct prom_thread *pt = sp->threads[h]; pt; pt = pt->hash_next) {
+			if (pt->series == victim) {
+				pt->series = NULL;
+				pt->dropped = true;
+			}
+		}
+	}
+	for (; *pp; pp = &(*pp)->hash_next) {
+		if (*pp == victim) {
+			*pp = victim->hash_next;
+			break;
+		}
+	}
+	free(victim->labels);
+	free(victim);
+	sp->nseries--;
+}
+
+static struct prom_series *series__longest_dead(struct sink_prom *sp, double before_s)
+{
+	struct prom_series *oldest = NULL;
+
+	for (unsigned int h = 0; h < PROM_HASH; h++) {
+		for (struct prom_series *s = sp->series[h]; s; s = s->hash_next) {
+			if (s->dead_since < 0 || s->dead_since > before_s)
+				continue;
+			if (!oldest || s->dead_since < oldest->dead_since)
+				oldest = s;
+		}
+	}
+	return oldest;
+}
+
+/*
+ * Per-pid series name processes that are gone: they go after the grace
+ * period. Aggregate series must stay monotonic, so they only go when there
+ * are too many to keep.
+ */
+static void series__expire(struct sink_prom *sp, double now_s)
+{
+	struct prom_series *s;
+
+	if (sp->per_pid) {
+		while ((s = series__longest_dead(sp, now_s - PROM_GRACE_S)))
+			series__drop(sp, s);
+	}
+	while (sp->nseries > PROM_MAX_SERIES && (s = series__longest_dead(sp, now_s)))
+		series__drop(sp, s);
+}
+
+static void sink_prom__fold(struct sink_prom *sp, const struct model *m, double now_s)
+{
+	for (unsigned int h = 0; h < PROM_HASH; h++) {
+		for (struct prom_thread *pt = sp->threads[h]; pt; pt = pt->hash_next)
+			pt->seen = false;
+	}
+	for (size_t i = 0; i < m->nthreads; i++)
+		thread__fold(sp, m->threads[i]);
+	thread__free_unseen(sp);
+	series__sum(sp, now_s);
+	series__expire(sp, now_s);
+}
+
+static int series__cmp(const void *a, const void *b)
+{
+	const struct prom_series *x = *(struct prom_series *const *)a;
+	const struct prom_series *y = *(struct prom_series *const *)b;
+
+	return strcmp(x->labels, y->labels);
+}
+
+/* Stable output order makes successive files diffable. */
+static struct prom_series **series__sorted(struct sink_prom *sp, size_t *n)
+{
+	struct prom_series **v = calloc(sp->nseries + 1, sizeof(*v));
+	size_t k = 0;
+
+	*n = 0;
+	if (!v)
+		return NULL;
+	for (unsigned int h = 0; h < PROM_HASH; h++) {
+		for (struct prom_series *s = sp->series[h]; s && k < sp->nseries; s = s->hash_next)
+			v[k++] = s;
+	}
+	qsort(v, k, sizeof(*v), series__cmp);
+	*n = k;
+	return v;
+}
+
+/* Exact decimal seconds: a double would round large totals unevenly. */
+static void seconds__print(FILE *out, __u64 ns)
+{
+	fprintf(out, "%llu.%09llu", (unsigned long long)(ns / 1000000000ULL),
+		(unsigned long long)(ns % 1000000000ULL));
+}
+
+static void family__header(FILE *out, const char *name, const char *type, const char *help)
+{
+	fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void family__histogram(FILE *out, struct prom_series **v, size_t n)
+{
+	const char *name = "loopwatch_loop_iteration_seconds";
+
+	family__header(out, name, "histogram",
+		       "Busy time of event-loop iterations: from the return of a wait call "
+		       "to the next wait call.");
+	for (size_t i = 0; i < n; i++) {
+		const struct prom_counts *c = &v[i]->total;
+
+		for (size_t b = 0; b < PROM_NBUCKETS; b++)
+			fprintf(out, "%s_bucket{%s,le=\"%s\"} %llu\n", name, v[i]->labels,
+				prom_buckets[b].le, (unsigned long long)c->le[b]);
+		fprintf(out, "%s_bucket{%s,le=\"+Inf\"} %llu\n", name, v[i]->labels,
+			(unsigned long long)c->count);
+		fprintf(out, "%s_sum{%s} ", name, v[i]->labels);
+		seconds__print(out, c->busy_ns);
+		fprintf(out, "\n%s_count{%s} %llu\n", name, v[i]->labels,
+			(unsigned long long)c->count);
+	}
+}
+
+enum prom_field { F_BUSY, F_IDLE, F_ITERATIONS, F_STALLS };
+
+static void family__counter(FILE *out, struct prom_series **v, size_t n, const char *name,
+			    enum prom_field f, const char *help)
+{
+	family__header(out, name, "counter", help);
+	for (size_t i = 0; i < n; i++) {
+		const struct prom_counts *c = &v[i]->total;
+
+		fprintf(out, "%s{%s} ", name, v[i]->labels);
+		switch (f) {
+		case F_BUSY:
+			seconds__print(out, c->busy_ns);
+			break;
+		case F_IDLE:
+			seconds__print(out, c->idle_ns);
+			break;
+		case F_ITERATIONS:
+			fprintf(out, "%llu", (unsigned long long)c->iterations);
+			break;
+		case F_STALLS:
+			fprintf(out, "%llu", (unsigned long long)c->stalls);
+			break;
+		}
+		fputc('\n', out);
+	}
+}
+
+static void family__self(FILE *out, const struct sink_prom *sp)
+{
+	family__header(out, "loopwatch_build_info", "gauge",
+		       "Always 1; the version of loopwatch in a label.");
+	fprintf(out, "loopwatch_build_info{version=\"%s\"} 1\n", LOOPWATCH_VERSION);
+	family__header(out, "loopwatch_last_write_duration_seconds", "gauge",
+		       "How long the previous write of this file took.");
+	fprintf(out, "loopwatch_last_write_duration_seconds %.6f\n", sp->last_write_s);
+	family__header(out, "loopwatch_loop_threads_tracked", "gauge",
+		       "Loop threads alive and traced.");
+	fprintf(out, "loopwatch_loop_threads_tracked %zu\n", sp->nlive_threads);
+}
+
+void sink_prom__render(struct sink_prom *sp, const struct model *m, double now_s, FILE *out)
+{
+	struct prom_series **v;
+	size_t n;
+
+	sink_prom__fold(sp, m, now_s);
+	v = series__sorted(sp, &n);
+	family__histogram(out, v, n);
+	family__counter(out, v, n, "loopwatch_loop_busy_seconds_total", F_BUSY,
+			"Time event loops spent between wait calls (handling events).");
+	family__counter(out, v, n, "loopwatch_loop_idle_seconds_total", F_IDLE,
+			"Time event loops spent inside wait calls.");
+	family__counter(out, v, n, "loopwatch_loop_iterations_total", F_ITERATIONS,
+			"Event-loop iterations (wait calls that returned and were followed "
+			"by another).");
+	family__counter(out, v, n, "loopwatch_stalls_total", F_STALLS,
+			"Loop iterations at or over the stall threshold (--threshold).");
+	family__self(out, sp);
+	free(v);
+}
+
+static double clock__mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/*
+ * The temp file sits beside the target so rename() is atomic, and its name
+ * does not end in .prom so the textfile collector never reads it half
+ * written. O_EXCL|O_NOFOLLOW: a link planted under that name is not
+ * followed; a leftover of ours from a crash is removed once.
+ */
+static int tmp__create(const char *tmp_path)
+{
+	int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+	int fd = open(tmp_path, flags, 0644);
+
+	if (fd < 0 && errno == EEXIST) {
+		unlink(tmp_path);
+		fd = open(tmp_path, flags, 0644);
+	}
+	if (fd < 0)
+		return -errno;
+	/* the umask must not hide the metrics from an unprivileged node_exporter */
+	if (fchmod(fd, 0644)) {
+		int err = -errno;
+
+		close(fd);
+		unlink(tmp_path);
+		return err;
+	}
+	return fd;
+}
+
+/* The directory part of path, for messages. */
+static void path__dir(const char *path, char *buf, size_t len)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (!slash)
+		snprintf(buf, len, ".");
+	else if (slash == path)
+		snprintf(buf, len, "/");
+	else
+		snprintf(buf, len, "%.*s", (int)(slash - path), path);
+}
+
+struct sink_prom *sink_prom__open(const char *path, bool per_pid, char *err, size_t errlen)
+{
+	struct sink_prom *sp = calloc(1, sizeof(*sp));
+	const char *slash = path ? strrchr(path, '/') : NULL;
+	char dir[256];
+	struct stat st;
+	int fd;
+
+	if (!sp) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	sp->per_pid = per_pid;
+	if (!path)
+		return sp;	/* render only */
+	sp->path = strdup(path);
+	sp->tmp_path = malloc(strlen(path) + 32);
+	if (!sp->path || !sp->tmp_path) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	/* .loopwatch.prom.PID.tmp: hidden, per instance, not matching *.prom */
+	sprintf(sp->tmp_path, "%.*s.%s.%d.tmp", slash ? (int)(slash - path + 1) : 0, path,
+		slash ? slash + 1 : path, (int)getpid());
+	if (!stat(path, &st) && S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "--prom-file %s is a directory; want a file in it", path);
+		goto fail;
+	}
+	fd = tmp__create(sp->tmp_path);
+	if (fd < 0) {
+		path__dir(path, dir, sizeof(dir));
+		snprintf(err, errlen, "--prom-file %s: cannot create a file in %s: %s", path, dir,
+			 strerror(-fd));
+		goto fail;
+	}
+	close(fd);
+	unlink(sp->tmp_path);
+	return sp;
+fail:
+	sink_prom__close(sp);
+	return NULL;
+}
+
+int sink_prom__write(struct sink_prom *sp, const struct model *m, double now_s)
+{
+	double t0 = clock__mono();
+	FILE *out;
+	int fd, err = 0;
+
+	fd = tmp__create(sp->tmp_path);
+	if (fd < 0)
+		return fd;
+	out = fdopen(fd, "w");
+	if (!out) {
+		err = -errno;
+		close(fd);
+		unlink(sp->tmp_path);
+		return err;
+	}
+	/*
+	 * No fsync: readers only need the rename to be atomic, and the file is
+	 * rewritten every interval anyway; a crash loses at most one interval.
+	 */
+	sink_prom__render(sp, m, now_s, out);
+	if (ferror(out))
+		err = -EIO;
+	if (fclose(out) && !err)
+		err = -errno;
+	if (!err && rename(sp->tmp_path, sp->path))
+		err = -errno;
+	if (err)
+		unlink(sp->tmp_path);
+	sp->last_write_s = clock__mono() - t0;
+	return err;
+}
+
+void sink_prom__close(struct sink_prom *sp)
+{
+	if (!sp)
+		return;
+	for (unsigned int h = 0; h < PROM_HASH; h++) {
+		while (sp->threads[h]) {
+			struct prom_thread *pt = sp->threads[h];
+
+			sp->threads[h] = pt->hash_next;
+			free(pt);
+		}
+		while (sp->series[h]) {
+			struct prom_series *s = sp->series[h];
+
+			sp->series[h] = s->hash_next;
+			free(s->labels);
+			free(s);
+		}
+	}
+	free(sp->path);
+	free(sp->tmp_path);
+	free(sp);
+}
