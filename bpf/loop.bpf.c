@@ -11,6 +11,7 @@
 #include <bpf/bpf_tracing.h>
 #include "iteration.bpf.h"
 
+const volatile __u32 self_pid = 0;	/* loopwatch's own loop is not watched */
 const volatile bool filter_pid = false;
 const volatile bool filter_comm = false;
 const volatile char comm_filter[LW_COMM_LEN] = {};
@@ -30,6 +31,8 @@ static __always_inline bool loop__wanted(struct task_struct *task, __u32 pid)
 {
 	char comm[LW_COMM_LEN];
 
+	if (pid == self_pid)
+		return false;
 	if (filter_pid && !bpf_map_lookup_elem(&pid_filter, &pid))
 		return false;
 	if (filter_comm) {

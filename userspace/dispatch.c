@@ -10,6 +10,8 @@ static void dispatch__stall(struct dispatch *d, const struct lw_stall_event *e)
 		return;
 	d->stalls++;
 	model__add_stall(d->model, &r);
+	if (d->alerter)
+		alerter__stall(d->alerter, &r);
 	if (d->output == DISPATCH_JSON)
 		sink_json__stall(d->out, &r);
 	else if (d->output == DISPATCH_TEXT)

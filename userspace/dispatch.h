@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include "alert.h"
 #include "attribute.h"
 #include "model.h"
 
@@ -13,6 +14,7 @@ enum dispatch_output { DISPATCH_NONE, DISPATCH_TEXT, DISPATCH_JSON };
 struct dispatch {
 	struct attributor *attr;	/* set once the collector is open */
 	struct model *model;
+	struct alerter *alerter;	/* NULL: no alerts */
 	enum dispatch_output output;
 	FILE *out;
 	__u64 stalls;

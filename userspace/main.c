@@ -153,6 +153,7 @@ int main(int argc, char **argv)
 {
 	struct collector_opts copts = {};
 	struct dispatch disp = {};
+	struct alert_opts aopts = {};
 	struct collector *c = NULL;
 	struct sink_prom *sp = NULL;
 	struct model *m = NULL;
@@ -195,6 +196,18 @@ int main(int argc, char **argv)
 	disp.out = stdout;
 	disp.output = out == OUT_JSON ? DISPATCH_JSON : out == OUT_TEXT ? DISPATCH_TEXT
 									: DISPATCH_NONE;
+	aopts.alert_ms = opts.alert_ms;
+	aopts.log_path = opts.alert_log;
+	aopts.log_lines = out != OUT_TUI;
+	aopts.exec_path = opts.alert_exec;
+	aopts.every_s = opts.alert_every_s;
+	aopts.json = out == OUT_JSON ? stdout : NULL;
+	disp.alerter = alerter__new(&aopts, err, sizeof(err));
+	if (!disp.alerter) {
+		fprintf(stderr, "loopwatch: %s\n", err);
+		status = 2;
+		goto cleanup;
+	}
 	disp.attr = attributor__new(c);
 	if (!disp.attr) {
 		fprintf(stderr, "loopwatch: cannot start the symbolizer\n");
@@ -257,6 +270,7 @@ int main(int argc, char **argv)
 cleanup:
 	sink_tui__close();
 	attributor__free(disp.attr);
+	alerter__free(disp.alerter);
 	sink_prom__close(sp);
 	model__free(m);
 	collector__destroy(c);

@@ -19,6 +19,25 @@ int sink_tui__open(void)
 	return 0;
 }
 
+#define TUI_OFFENDER_WINDOW_S 60.0
+
+static void offenders__draw(const struct model *m, double now, int y)
+{
+	char row[512];
+	size_t n;
+	struct offender *o = model__offenders(m, now - TUI_OFFENDER_WINDOW_S, &n);
+
+	mvprintw(y++, 0, "Top offenders, last %.0f s: %zu", TUI_OFFENDER_WINDOW_S, n);
+	attron(A_REVERSE);
+	mvprintw(y++, 0, "%-*s", COLS, offender_row__header());
+	attroff(A_REVERSE);
+	for (size_t i = 0; o && i < n && y < LINES; i++, y++) {
+		offender_row__format(row, sizeof(row), &o[i]);
+		mvaddnstr(y, 0, row, COLS);
+	}
+	free(o);
+}
+
 void sink_tui__interval(const struct model *m, double ts)
 {
 	char when[16], row[256];
@@ -35,11 +54,15 @@ void sink_tui__interval(const struct model *m, double ts)
 	attron(A_REVERSE);
 	mvprintw(2, 0, "%-*s", COLS, loop_row__header());
 	attroff(A_REVERSE);
-	for (size_t i = 0; v && i < n && (int)i + 3 < LINES; i++) {
+	/* the loops take the top half, the offenders of the last minute the rest */
+	int y = 3, half = LINES / 2;
+
+	for (size_t i = 0; v && i < n && y < half; i++, y++) {
 		loop_row__format(row, sizeof(row), v[i], &v[i]->interval, m->interval_s);
-		mvaddnstr((int)i + 3, 0, row, COLS);
+		mvaddnstr(y, 0, row, COLS);
 	}
 	free(v);
+	offenders__draw(m, ts, y + 1);
 	refresh();
 }
 

@@ -1,0 +1,85 @@
+"""Alerts: over --alert-ms only, rate-limited per process, and a program run with the
+facts in its environment, never through a shell."""
+import json
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+
+from lwtest import Loopwatch, Workload, of_type, tmpfile
+
+
+def run(ctx, argv0, kinds, repeat, *flags):
+    out = tmpfile()
+    w = Workload([argv0, out, kinds, str(repeat), "--go"])
+    lw = Loopwatch(ctx, "-p", w.pid, "-d", 60, "--threshold", 1, *flags)
+    try:
+        lw.start()
+        w.go()
+        w.wait()
+        lines = lw.stop()
+    finally:
+        w.kill()
+        lw.kill()
+    with open(out) as f:
+        truth = json.load(f)
+    os.unlink(out)
+    return truth, lines, lw.stderr
+
+
+def test_stall_over_alert_ms_alerts_and_a_small_one_does_not(ctx):
+    # small: 2 ms (a stall at --threshold 1, under --alert-ms 10); cpu: 25 ms
+    truth, lines, stderr = run(ctx, ctx.workload("stallwork"), "small,cpu", 1,
+                               "--alert-every", 0)
+    stalls = of_type(lines, "stall", pid=truth["pid"])
+    assert len(stalls) == 2, [s["duration_ms"] for s in stalls]
+    alerts = of_type(lines, "alert", pid=truth["pid"])
+    assert len(alerts) == 1 and alerts[0]["lag_ms"] >= 20, alerts
+    assert "spin" in alerts[0]["top"], alerts[0]
+    assert stderr.count("ALERT") == 1 and "stallwork" in stderr, stderr
+
+
+def test_rate_limit_suppresses_and_counts(ctx):
+    truth, lines, stderr = run(ctx, ctx.workload("stallwork"), "cpu", 5, "--alert-every", 60)
+    assert len(of_type(lines, "stall", pid=truth["pid"])) == 5
+    alerts = of_type(lines, "alert", pid=truth["pid"])
+    assert len(alerts) == 1, alerts
+    assert "4 more stalls held back" in stderr, stderr
+
+
+def test_alert_exec_gets_variables_and_no_shell_runs(ctx):
+    d = tempfile.mkdtemp(prefix="loopwatch-alert-")
+    try:
+        hostile = os.path.join(d, "$(touch x);")
+        shutil.copy(ctx.workload("stallwork"), hostile)
+        env_out = os.path.join(d, "env.txt")
+        hook = os.path.join(d, "hook")
+        with open(hook, "w") as f:
+            f.write("#!/bin/sh\nenv > '%s'\n" % env_out)
+        os.chmod(hook, stat.S_IRWXU)
+        cwd = os.getcwd()
+        os.chdir(d)
+        try:
+            truth, lines, _ = run(ctx, hostile, "cpu", 1, "--alert-exec", hook)
+        finally:
+            os.chdir(cwd)
+        for _ in range(50):
+            if os.path.exists(env_out) and os.path.getsize(env_out):
+                break
+            subprocess.run(["sleep", "0.1"])
+        with open(env_out) as f:
+            env = dict(l.rstrip("\n").split("=", 1) for l in f if "=" in l)
+        assert env["LOOPWATCH_COMM"] == "$(touch x);", env
+        assert env["LOOPWATCH_PID"] == str(truth["pid"]), env
+        assert float(env["LOOPWATCH_LAG_MS"]) >= 20 and env["LOOPWATCH_CAUSE"], env
+        assert "spin" in env["LOOPWATCH_TOP_FRAME"], env
+        assert not os.path.exists(os.path.join(d, "x")), "a shell ran the process name"
+    finally:
+        shutil.rmtree(d)
+
+
+def test_bad_alert_flags_fail_clearly(ctx):
+    r = subprocess.run([ctx.loopwatch, "--alert-exec", "/nonexistent/hook", "-d", "1"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=30)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "alert-exec" in r.stderr, r

@@ -1,0 +1,288 @@
+#!/usr/bin/env bash
+# What tracing costs, from one run: every case (a row) is measured under every
+# configuration (a column) -- nothing attached, the floor (empty programs on
+# loopwatch's tracepoints) and loopwatch itself -- in interleaved rounds
+# (none, floor, loopwatch, none, ...), and the table shows per-cell medians,
+# so slow drift on a busy machine lands on all columns alike.
+#
+# A round during which anyone else had tracing BPF programs loaded (another
+# loopwatch, a test run) is discarded and run again: their programs run on
+# our syscalls too, so no column of that round measured what it says.
+#
+# Usage: run.sh --loopwatch PATH --bin DIR [--rounds N] [--iters N] [--cpu N]
+#   --bin     where `make -C tools/bench build` put floor and syscost
+#   --rounds  clean rounds wanted (default 7, env BENCH_ROUNDS)
+#   --iters   syscalls per measurement (default 2000000, env BENCH_ITERS)
+#   --cpu     CPU the workloads are pinned to (default: the last one)
+#
+# Adding a row: write case__NAME (prints ns per call, runs pinned), add NAME
+# to CASES and its label to CASE_LABEL. Adding a column: config__start_NAME
+# and config__stop_NAME (tracer__start/tracer__stop for a background tracer)
+# and NAME in CONFIGS; the ratio columns compare loopwatch to none and floor.
+set -euo pipefail
+
+LOOPWATCH=
+BIN=
+ROUNDS=${BENCH_ROUNDS:-7}
+ITERS=${BENCH_ITERS:-2000000}
+NCPU=$(nproc)
+CPU=$((NCPU - 1))
+# retries of discarded rounds stop here, so a busy machine still ends the run
+BUDGET_S=90
+# a tracer that is never stopped (driver killed) still goes away on its own
+TRACER_MAX_S=300
+
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--loopwatch) LOOPWATCH=$2; shift 2 ;;
+	--bin) BIN=$2; shift 2 ;;
+	--rounds) ROUNDS=$2; shift 2 ;;
+	--iters) ITERS=$2; shift 2 ;;
+	--cpu) CPU=$2; shift 2 ;;
+	*) echo "run.sh: unknown argument '$1'" >&2; exit 2 ;;
+	esac
+done
+
+die() {
+	echo "run.sh: $*" >&2
+	exit 1
+}
+
+[ "$(id -u)" = 0 ] || die "needs root (CAP_BPF and CAP_PERFMON to attach tracepoints)"
+[ -x "$LOOPWATCH" ] || die "no loopwatch binary at '$LOOPWATCH' (use make bench)"
+if [ ! -x "$BIN/floor" ] || [ ! -x "$BIN/syscost" ]; then
+	die "no floor/syscost in '$BIN'"
+fi
+command -v taskset >/dev/null || die "taskset (util-linux) is needed to pin the workloads"
+command -v bpftool >/dev/null || die "bpftool is needed to see other tracers"
+
+# ---- cases: rows of the table ------------------------------------------------
+
+CASES=(getppid epoll0 loop_getppid)
+declare -A CASE_LABEL=(
+	[getppid]="getppid, non-loop thread"
+	[epoll0]="epoll_wait(0), loop thread"
+	[loop_getppid]="getppid, loop thread"
+)
+
+# workloads run on their own CPU so the tracer's userspace never preempts them
+pinned() {
+	taskset -c "$CPU" "$@"
+}
+
+case__getppid() {
+	pinned "$BIN/syscost" getppid "$ITERS"
+}
+
+case__epoll0() {
+	pinned "$BIN/syscost" epoll0 "$ITERS"
+}
+
+case__loop_getppid() {
+	pinned "$BIN/syscost" loop-getppid "$ITERS"
+}
+
+# ---- other tracers -----------------------------------------------------------
+
+OWN_IDS=$BIN/own.ids
+
+# ids of the tracing programs loaded right now, one a line, sorted
+prog__ids() {
+	local types='tracepoint|raw_tracepoint|tracing|kprobe|perf_event'
+
+	bpftool prog show 2>/dev/null |
+		awk -F: -v re="^ ($types) " '$2 ~ re { print $1 }' | sort
+}
+
+foreign__present() {
+	prog__ids | comm -23 - "$OWN_IDS" | grep -q .
+}
+
+# give someone else's short test run a moment to end before a round starts
+foreign__settle() {
+	local i
+
+	for ((i = 0; i < 30; i++)); do
+		foreign__present || return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# ---- configurations: columns of the table ------------------------------------
+
+CONFIGS=(none floor loopwatch)
+TRACER_PID=
+TRACER_ERR=$BIN/tracer.err
+
+# keep the tracer's userspace off the measured CPU when there is another one
+tracer__cpu() {
+	if [ "$NCPU" -gt 1 ] && [ "$CPU" != 0 ]; then
+		echo 0
+	else
+		echo $((NCPU - 1))
+	fi
+}
+
+# start a tracer in the background and wait until it says it is attached
+tracer__start() {
+	local before=$BIN/before.ids i
+
+	prog__ids >"$before"
+	: >"$TRACER_ERR"
+	taskset -c "$(tracer__cpu)" "$@" >/dev/null 2>"$TRACER_ERR" &
+	TRACER_PID=$!
+	for ((i = 0; i < 200; i++)); do
+		if grep -qE '^[a-z]+: tracing ' "$TRACER_ERR"; then
+			prog__ids | comm -13 "$before" - >"$OWN_IDS"
+			return 0
+		fi
+		if ! kill -0 "$TRACER_PID" 2>/dev/null; then
+			TRACER_PID=
+			die "$1 exited before attaching: $(cat "$TRACER_ERR")"
+		fi
+		sleep 0.05
+	done
+	die "$1 did not attach within 10 s: $(cat "$TRACER_ERR")"
+}
+
+# Detached once the tracer has exited; its programs are freed a few tens of
+# ms later, and until then they would look like someone else's.
+tracer__stop() {
+	local pid=$TRACER_PID i
+
+	[ -n "$pid" ] || return 0
+	TRACER_PID=
+	# a tracer that died mid-measurement leaves a column that measured nothing
+	kill -TERM "$pid" 2>/dev/null || die "tracer exited early: $(cat "$TRACER_ERR")"
+	wait "$pid" 2>/dev/null || true
+	for ((i = 0; i < 40; i++)); do
+		prog__ids | comm -12 - "$OWN_IDS" | grep -q . || break
+		sleep 0.05
+	done
+	: >"$OWN_IDS"
+}
+trap tracer__stop EXIT
+
+config__start_none() {
+	:
+}
+
+config__stop_none() {
+	:
+}
+
+config__start_floor() {
+	tracer__start "$BIN/floor" -d "$TRACER_MAX_S"
+}
+
+config__stop_floor() {
+	tracer__stop
+}
+
+config__start_loopwatch() {
+	tracer__start "$LOOPWATCH" --json -d "$TRACER_MAX_S"
+}
+
+config__stop_loopwatch() {
+	tracer__stop
+}
+
+# ---- measurement -------------------------------------------------------------
+
+SAMPLES=$BIN/samples.tsv
+printf 'round\tclean\tconfig\tcase\tns_per_call\n' >"$SAMPLES"
+: >"$OWN_IDS"
+start_s=$SECONDS
+clean_rounds=0
+round=0
+while [ "$clean_rounds" -lt "$ROUNDS" ]; do
+	if [ "$round" -ge "$ROUNDS" ] && [ $((SECONDS - start_s)) -ge "$BUDGET_S" ]; then
+		echo "run.sh: out of time after $round rounds" >&2
+		break
+	fi
+	round=$((round + 1))
+	clean=1
+	foreign__settle || clean=0
+	printf 'round %d (%d/%d clean):' "$round" "$clean_rounds" "$ROUNDS" >&2
+	for config in "${CONFIGS[@]}"; do
+		printf ' %s' "$config" >&2
+		"config__start_$config"
+		if foreign__present; then clean=0; fi
+		for c in "${CASES[@]}"; do
+			ns=$("case__$c") || die "case $c failed under $config"
+			printf '%d\t%d\t%s\t%s\t%s\n' "$round" "$clean" "$config" "$c" "$ns" \
+				>>"$SAMPLES"
+		done
+		if foreign__present; then clean=0; fi
+		"config__stop_$config"
+	done
+	if [ "$clean" = 1 ]; then
+		clean_rounds=$((clean_rounds + 1))
+		echo >&2
+	else
+		# a round turns dirty late: mark all its samples, not just the last ones
+		awk -F'\t' -v OFS='\t' -v r="$round" '$1 == r { $2 = 0 } 1' "$SAMPLES" \
+			>"$SAMPLES.tmp" && mv "$SAMPLES.tmp" "$SAMPLES"
+		echo " (discarded: someone else's tracing BPF programs were loaded)" >&2
+	fi
+done
+
+# ---- report ------------------------------------------------------------------
+
+# with no clean round at all, report what there is rather than nothing
+use_clean=1
+[ "$clean_rounds" -gt 0 ] || use_clean=0
+
+# the samples of one cell (config, case), ascending
+cell__samples() {
+	awk -F'\t' -v cfg="$1" -v c="$2" -v only_clean="$use_clean" \
+		'NR > 1 && $3 == cfg && $4 == c && ($2 == 1 || !only_clean) { print $5 }' \
+		"$SAMPLES" | sort -g
+}
+
+cell__median() {
+	cell__samples "$1" "$2" | awk '{ v[NR] = $1 } END {
+		if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# min..max of one cell: how far a single round strays
+cell__range() {
+	cell__samples "$1" "$2" |
+		awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.0f..%.0f", lo, hi }'
+}
+
+table__row() {
+	printf '%-28s | %12s | %13s | %17s | %14s | %15s | %19s\n' "$@"
+}
+
+echo
+printf '%d clean rounds (%d discarded) x %d calls per measurement, CPU %s, took %d s\n\n' \
+	"$clean_rounds" $((round - clean_rounds)) "$ITERS" "$CPU" $((SECONDS - start_s))
+table__row workload "none ns/call" "floor ns/call" "loopwatch ns/call" \
+	"loopwatch/none" "loopwatch/floor" "added ns over floor"
+table__row | tr ' ' '-' | sed 's/|/+/g'
+for c in "${CASES[@]}"; do
+	none=$(cell__median none "$c")
+	floor=$(cell__median floor "$c")
+	lw=$(cell__median loopwatch "$c")
+	table__row "${CASE_LABEL[$c]}" "$(printf %.1f "$none")" "$(printf %.1f "$floor")" \
+		"$(printf %.1f "$lw")" \
+		"$(awk -v a="$lw" -v b="$none" 'BEGIN { printf "%.2fx", a / b }')" \
+		"$(awk -v a="$lw" -v b="$floor" 'BEGIN { printf "%.2fx", a / b }')" \
+		"$(awk -v a="$lw" -v b="$floor" 'BEGIN { printf "%+.1f", a - b }')"
+done
+
+echo
+echo "medians per cell; spread (min..max ns/call over the rounds used):"
+for c in "${CASES[@]}"; do
+	printf '  %-28s' "${CASE_LABEL[$c]}"
+	for config in "${CONFIGS[@]}"; do
+		printf '  %s %s' "$config" "$(cell__range "$config" "$c")"
+	done
+	echo
+done
+echo "samples: $SAMPLES"
+[ "$use_clean" = 1 ] ||
+	echo "warning: someone else's tracing BPF programs were loaded in every round:" \
+		"these numbers include their cost"
