@@ -100,10 +100,16 @@ static void model__refresh(struct collector *c, struct model *m)
 }
 
 /* One line when writes start failing, not one per write: a daemon's log stays readable. */
-static int prom__write(struct sink_prom *sp, const struct model *m, const char *path)
+static int prom__write(struct sink_prom *sp, struct collector *c, const struct model *m,
+		       const char *path)
 {
 	static int last_err;
-	int err = sink_prom__write(sp, m, clock__mono());
+	__u64 dropped, loops_full;
+	int err;
+
+	collector__counters(c, &dropped, &loops_full);
+	sink_prom__set_kernel_counters(sp, dropped, loops_full);
+	err = sink_prom__write(sp, m, clock__mono());
 
 	if (err && err != last_err)
 		fprintf(stderr, "loopwatch: cannot write %s: %s\n", path, strerror(-err));
@@ -229,7 +235,7 @@ int main(int argc, char **argv)
 	end = opts.duration_s > 0 ? start + opts.duration_s : 0;
 	/* at once: the file's appearance tells a supervisor that tracing runs */
 	if (sp)
-		prom__write(sp, m, opts.prom_file);
+		prom__write(sp, c, m, opts.prom_file);
 	while (!exiting) {
 		double now, deadline = end && end < next ? end : next;
 		bool stop, drained = false;
@@ -254,7 +260,7 @@ int main(int argc, char **argv)
 		if (sp && now >= next_prom) {
 			if (!drained)
 				model__refresh(c, m);
-			prom__write(sp, m, opts.prom_file);
+			prom__write(sp, c, m, opts.prom_file);
 			while (next_prom <= now)
 				next_prom += opts.prom_interval_s;
 		}
@@ -265,7 +271,7 @@ int main(int argc, char **argv)
 	else if (out != OUT_NONE)
 		sink_text__summary(stdout, m, clock__wall());
 	status = 0;
-	if (sp && prom__write(sp, m, opts.prom_file))
+	if (sp && prom__write(sp, c, m, opts.prom_file))
 		status = 1;
 cleanup:
 	sink_tui__close();

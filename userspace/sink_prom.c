@@ -75,22 +75,13 @@ struct sink_prom {
 	char *tmp_path;
 	bool per_pid;
 	double last_write_s;
+	__u64 events_dropped;
+	__u64 loops_full;
 	struct prom_thread *threads[PROM_HASH];
 	struct prom_series *series[PROM_HASH];
 	size_t nseries;
 	size_t nlive_threads;
 };
-
-/*
- * The model gains its per-thread stall counter with the stall events; until
- * then no stall is known and the family exports 0, so rules and dashboards
- * can rely on the series existing.
- */
-static __u64 loop_thread__stalls(const struct loop_thread *t)
-{
-	(void)t;
-	return 0;
-}
 
 static void counts__from_thread(struct prom_counts *c, const struct loop_thread *t)
 {
@@ -102,7 +93,7 @@ static void counts__from_thread(struct prom_counts *c, const struct loop_thread 
 	c->busy_ns = t->snap.busy_ns;
 	c->idle_ns = t->snap.idle_ns;
 	c->iterations = t->snap.iterations;
-	c->stalls = loop_thread__stalls(t);
+	c->stalls = t->snap.stalls;
 }
 
 /* dst += a - b */
@@ -569,6 +560,19 @@ static void family__self(FILE *out, const struct sink_prom *sp)
 	family__header(out, "loopwatch_loop_threads_tracked", "gauge",
 		       "Loop threads alive and traced.");
 	fprintf(out, "loopwatch_loop_threads_tracked %zu\n", sp->nlive_threads);
+	family__header(out, "loopwatch_events_dropped_total", "counter",
+		       "Events (stalls, blocking calls) lost to a full ring buffer.");
+	fprintf(out, "loopwatch_events_dropped_total %llu\n",
+		(unsigned long long)sp->events_dropped);
+	family__header(out, "loopwatch_loop_map_full_total", "counter",
+		       "Times a new loop thread went untraced: the kernel's loop table was full.");
+	fprintf(out, "loopwatch_loop_map_full_total %llu\n", (unsigned long long)sp->loops_full);
+}
+
+void sink_prom__set_kernel_counters(struct sink_prom *sp, __u64 events_dropped, __u64 loops_full)
+{
+	sp->events_dropped = events_dropped;
+	sp->loops_full = loops_full;
 }
 
 void sink_prom__render(struct sink_prom *sp, const struct model *m, double now_s, FILE *out)

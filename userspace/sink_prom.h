@@ -28,6 +28,9 @@ void sink_prom__close(struct sink_prom *sp);
  * + rename). now_s is a monotonic clock, for the grace period. 0 or -errno.
  */
 int sink_prom__write(struct sink_prom *sp, const struct model *m, double now_s);
+/* The kernel side's self counters (collector__counters), for the next write. */
+void sink_prom__set_kernel_counters(struct sink_prom *sp, __u64 events_dropped,
+				    __u64 loops_full);
 /* The same without the file: fold, then print the exposition to out. */
 void sink_prom__render(struct sink_prom *sp, const struct model *m, double now_s, FILE *out);
 /* Container id (64 hex digits) in a docker/containerd/cri-o/podman cgroup path. */

@@ -108,8 +108,11 @@ static void test_buckets_exact(void)
 	struct sink_prom *sp = sink_prom__open(NULL, false, NULL, 0);
 	char *text;
 
-	model__ingest(m, record(FAKE_PID, FAKE_PID, busy, 5));
+	record(FAKE_PID, FAKE_PID, busy, 5);
+	rec.stalls = 2;		/* the kernel counts them: 20 ms and 3 s */
+	model__ingest(m, &rec);
 	thread__label(m, FAKE_PID);
+	sink_prom__set_kernel_counters(sp, 3, 4);
 	text = render(sp, m, 0);
 #define B(le) sample(text, "loopwatch_loop_iteration_seconds_bucket{" LBL ",le=\"" le "\"}")
 	CHECK(B("0.001") == 2, "le 0.001: %g", B("0.001"));
@@ -124,7 +127,9 @@ static void test_buckets_exact(void)
 	      "sum in exact seconds:\n%s", text);
 	CHECK(sample(text, "loopwatch_loop_iterations_total{" LBL "}") == 5, "iterations");
 	CHECK(sample(text, "loopwatch_loop_idle_seconds_total{" LBL "}") == 0.005, "idle");
-	CHECK(sample(text, "loopwatch_stalls_total{" LBL "}") == 0, "stalls family present");
+	CHECK(sample(text, "loopwatch_stalls_total{" LBL "}") == 2, "stalls from the kernel");
+	CHECK(sample(text, "loopwatch_events_dropped_total") == 3, "events dropped");
+	CHECK(sample(text, "loopwatch_loop_map_full_total") == 4, "loop map full");
 	CHECK(sample(text, "loopwatch_loop_threads_tracked") == 1, "one thread tracked");
 	CHECK(strstr(text, "# TYPE loopwatch_loop_iteration_seconds histogram\n"), "TYPE");
 	CHECK(strstr(text, "loopwatch_build_info{version=\""), "build info");
