@@ -44,6 +44,33 @@ static __always_inline void iter__add_syscall(struct lw_iter *it, __s32 nr, __u6
 	it->nsyscalls = n + 1;
 }
 
+static __always_inline void syscall__account(struct lw_loop *l, __s32 nr, __u64 ns)
+{
+	struct lw_syscall_key key = { .pid = l->pid, .nr = nr };
+	struct lw_syscall_stats *st = bpf_map_lookup_elem(&syscall_stats, &key);
+	unsigned int idx = lw_hist_bucket(ns);
+	__u32 zero = 0;
+
+	if (!st) {
+		struct lw_syscall_stats *z = bpf_map_lookup_elem(&syscall_zero, &zero);
+
+		if (!z)
+			return;
+		bpf_map_update_elem(&syscall_stats, &key, z, BPF_NOEXIST);
+		st = bpf_map_lookup_elem(&syscall_stats, &key);
+		if (!st)
+			return;
+		__builtin_memcpy(st->comm, l->comm, LW_COMM_LEN);
+	}
+	/* threads of one process share the entry from different CPUs */
+	__sync_fetch_and_add(&st->count, 1);
+	__sync_fetch_and_add(&st->total_ns, ns);
+	if (ns > st->max_ns)
+		st->max_ns = ns;
+	if (idx < LW_HIST_BUCKETS)
+		__sync_fetch_and_add(&st->hist.counts[idx], 1);
+}
+
 /* The open invocation ended: count it, and report it if it was long. */
 static __always_inline void block__close(struct lw_loop *l)
 {
@@ -57,6 +84,7 @@ static __always_inline void block__close(struct lw_loop *l)
 	ns = b->last_in_ns > b->start_ns ? b->last_in_ns - b->start_ns : 0;
 	b->start_ns = 0;
 	iter__add_syscall(&l->iter, b->nr, ns);
+	syscall__account(l, b->nr, ns);
 	if (ns < block_threshold_ns)
 		return;
 	if (n < LW_ITER_BLOCKS) {

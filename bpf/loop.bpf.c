@@ -43,6 +43,25 @@ static __always_inline bool loop__wanted(struct task_struct *task, __u32 pid)
 	return true;
 }
 
+/*
+ * Once per new loop thread: userspace reads the process's mappings while it
+ * surely lives, so a stall just before exit can still be symbolized.
+ */
+static __always_inline void loop__announce(__u32 pid, __u32 tid)
+{
+	struct lw_new_loop_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+	if (!e) {
+		counter__inc(LW_CTR_EVENTS_DROPPED);
+		return;
+	}
+	e->type = LW_EV_NEW_LOOP;
+	e->pid = pid;
+	e->tid = tid;
+	e->pad = 0;
+	bpf_ringbuf_submit(e, 0);
+}
+
 static __always_inline struct lw_loop *loop__create(__u32 pid, __u32 tid)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
@@ -66,6 +85,7 @@ static __always_inline struct lw_loop *loop__create(__u32 pid, __u32 tid)
 	bpf_get_current_comm(&tmpl->thread, sizeof(tmpl->thread));
 	if (bpf_map_update_elem(&loops, &tid, tmpl, BPF_ANY))
 		counter__inc(LW_CTR_LOOPS_FULL);
+	loop__announce(pid, tid);
 	return bpf_map_lookup_elem(&loops, &tid);
 }
 

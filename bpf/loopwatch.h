@@ -93,6 +93,14 @@ struct lw_hist {
 enum lw_event_type {
 	LW_EV_STALL = 1,
 	LW_EV_BLOCK = 2,
+	LW_EV_NEW_LOOP = 3,	/* a thread's first wait: read its process's maps now */
+};
+
+struct lw_new_loop_event {
+	__u32 type;
+	__u32 pid;
+	__u32 tid;
+	__u32 pad;
 };
 
 /* ids in the "stacks" stack map; negative when the stack was not captured */
@@ -150,6 +158,20 @@ struct lw_block {
 	__u32 sleeps;
 	struct lw_capture cap;
 	char path[LW_PATH_PARTS][LW_PATH_PART_LEN];	/* arg0 as an fd, best effort */
+};
+
+/* Every blocked syscall invocation of loop threads, per (process, syscall). */
+struct lw_syscall_key {
+	__u32 pid;
+	__s32 nr;
+};
+
+struct lw_syscall_stats {
+	char comm[LW_COMM_LEN];
+	__u64 count;
+	__u64 total_ns;
+	__u64 max_ns;
+	struct lw_hist hist;
 };
 
 struct lw_stall_event {

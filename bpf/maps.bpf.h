@@ -33,6 +33,24 @@ struct {
 	__type(value, struct lw_loop);
 } loop_scratch SEC(".maps") __weak;
 
+#define LW_MAX_SYSCALL_STATS 1024
+
+/* LRU: processes come and go; the oldest (process, syscall) pairs make room. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, LW_MAX_SYSCALL_STATS);
+	__type(key, struct lw_syscall_key);
+	__type(value, struct lw_syscall_stats);
+} syscall_stats SEC(".maps") __weak;
+
+/* Never written: the zeroed value new syscall_stats entries start from. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lw_syscall_stats);
+} syscall_zero SEC(".maps") __weak;
+
 /* User and kernel stacks of samples and blocking calls, deduplicated by hash. */
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);

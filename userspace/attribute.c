@@ -47,6 +47,15 @@ void attributor__free(struct attributor *a)
 	free(a);
 }
 
+void attributor__prefetch(struct attributor *a, __u32 pid)
+{
+	uint64_t ip = 0;
+	struct frame f;
+
+	if (a)
+		symbolizer__symbolize(a->sym, (int)pid, &ip, 1, false, &f, 1);
+}
+
 const char *stall_cause__name(enum stall_cause c)
 {
 	switch (c) {

@@ -10,6 +10,11 @@ struct attributor;
 
 struct attributor *attributor__new(struct collector *c);
 void attributor__free(struct attributor *a);
+/*
+ * Read pid's mappings now, while it lives: a process that stalls and exits
+ * at once still gets its stacks symbolized.
+ */
+void attributor__prefetch(struct attributor *a, __u32 pid);
 /* 0 on success; the report owns memory until *_report__free */
 int attributor__stall(struct attributor *a, const struct lw_stall_event *e,
 		      struct stall_report *out);

@@ -251,3 +251,22 @@ int collector__drain_loops(struct collector *c, loop_fn fn, void *ctx)
 	}
 	return nkeys;
 }
+
+int collector__drain_syscalls(struct collector *c, syscall_fn fn, void *ctx)
+{
+	int fd = bpf_map__fd(c->skel->maps.syscall_stats), n = 0;
+	struct lw_syscall_key key, *prev = NULL;
+	struct lw_syscall_stats *st = malloc(sizeof(*st));
+
+	if (!st)
+		return -ENOMEM;
+	while (!bpf_map_get_next_key(fd, prev, &key)) {
+		if (!bpf_map_lookup_elem(fd, &key, st)) {
+			fn(&key, st, ctx);
+			n++;
+		}
+		prev = &key;
+	}
+	free(st);
+	return n;
+}

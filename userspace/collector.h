@@ -38,6 +38,10 @@ int collector__poll(struct collector *c, int timeout_ms);
 int collector__read_stack(struct collector *c, __s32 id, uint64_t *ips, int max);
 /* Kernel-side self counters (events dropped, loop map full), summed over CPUs. */
 void collector__counters(struct collector *c, __u64 *dropped, __u64 *loops_full);
+typedef void (*syscall_fn)(const struct lw_syscall_key *key, const struct lw_syscall_stats *st,
+			   void *ctx);
+/* Every (process, blocked syscall) aggregate. */
+int collector__drain_syscalls(struct collector *c, syscall_fn fn, void *ctx);
 /* Every loop record, then reap the ones whose thread exited. */
 int collector__drain_loops(struct collector *c, loop_fn fn, void *ctx);
 

@@ -45,4 +45,6 @@ void dispatch__event(const void *event, size_t size, void *ctx)
 		dispatch__stall(d, event);
 	else if (type == LW_EV_BLOCK && size >= sizeof(struct lw_block_event))
 		dispatch__block(d, event);
+	else if (type == LW_EV_NEW_LOOP && size >= sizeof(struct lw_new_loop_event))
+		attributor__prefetch(d->attr, ((const struct lw_new_loop_event *)event)->pid);
 }

@@ -45,7 +45,16 @@ static double clock__wall(void)
 
 static void model__ingest_cb(const struct lw_loop *loop, void *ctx)
 {
-	model__ingest(ctx, loop);
+	struct dispatch *d = ctx;
+
+	if (model__ingest(d->model, loop))
+		attributor__prefetch(d->attr, loop->pid);
+}
+
+static void model__syscall_cb(const struct lw_syscall_key *key,
+			      const struct lw_syscall_stats *st, void *ctx)
+{
+	model__add_syscall(ctx, key, st);
 }
 
 static bool pids__all_gone(const struct options *opts)
@@ -93,10 +102,10 @@ static struct sink_prom *prom__open(const struct options *opts)
 }
 
 /* Latest kernel counters into the model, between the ends of two intervals. */
-static void model__refresh(struct collector *c, struct model *m)
+static void model__refresh(struct collector *c, struct dispatch *d)
 {
-	model__begin_drain(m);
-	collector__drain_loops(c, model__ingest_cb, m);
+	model__begin_drain(d->model);
+	collector__drain_loops(c, model__ingest_cb, d);
 }
 
 /* One line when writes start failing, not one per write: a daemon's log stays readable. */
@@ -204,7 +213,8 @@ int main(int argc, char **argv)
 									: DISPATCH_NONE;
 	aopts.alert_ms = opts.alert_ms;
 	aopts.log_path = opts.alert_log;
-	aopts.log_lines = out != OUT_TUI;
+	/* the live view owns the terminal; --quiet keeps stderr for errors */
+	aopts.log_lines = out != OUT_TUI && !opts.quiet;
 	aopts.exec_path = opts.alert_exec;
 	aopts.every_s = opts.alert_every_s;
 	aopts.json = out == OUT_JSON ? stdout : NULL;
@@ -246,7 +256,7 @@ int main(int argc, char **argv)
 		now = clock__mono();
 		stop = exiting || (end && now >= end) || pids__all_gone(&opts);
 		if (now >= next || stop) {
-			model__refresh(c, m);
+			model__refresh(c, &disp);
 			model__end_interval(m, now - last);
 			m->run_s = now - start;
 			interval__emit(out, m, clock__wall());
@@ -259,13 +269,16 @@ int main(int argc, char **argv)
 			break;
 		if (sp && now >= next_prom) {
 			if (!drained)
-				model__refresh(c, m);
+				model__refresh(c, &disp);
 			prom__write(sp, c, m, opts.prom_file);
 			while (next_prom <= now)
 				next_prom += opts.prom_interval_s;
 		}
 	}
 	sink_tui__close();
+	model__clear_syscalls(m);
+	collector__drain_syscalls(c, model__syscall_cb, m);
+	model__sort_syscalls(m);
 	if (out == OUT_JSON)
 		sink_json__summary(stdout, m, clock__wall());
 	else if (out != OUT_NONE)

@@ -4,6 +4,7 @@
 #include <string.h>
 #include "model.h"
 #include "procfs.h"
+#include "syscalls.h"
 
 #define MODEL_HASH 4096
 /* exited threads are kept for the summary; past this many the oldest go */
@@ -31,6 +32,7 @@ void model__free(struct model *m)
 		free(m->threads[i]);
 	free(m->threads);
 	free(m->offenders);
+	free(m->syscalls);
 	free(m->hash);
 	free(m);
 }
@@ -116,14 +118,15 @@ void model__begin_drain(struct model *m)
 		m->threads[i]->seen = false;
 }
 
-void model__ingest(struct model *m, const struct lw_loop *snap)
+bool model__ingest(struct model *m, const struct lw_loop *snap)
 {
 	struct loop_thread *t = model__find(m, snap->tid, snap->start_ns);
+	bool fresh = !t;
 
 	if (!t)
 		t = model__add(m, snap);
 	if (!t)
-		return;
+		return false;
 	t->snap = *snap;
 	t->seen = true;
 	if (snap->flags & LW_THREAD_EXITED)
@@ -132,6 +135,7 @@ void model__ingest(struct model *m, const struct lw_loop *snap)
 		proc__read_comm(t->pid, t->pid, t->comm, sizeof(t->comm));
 		proc__read_comm(t->pid, t->tid, t->thread, sizeof(t->thread));
 	}
+	return fresh;
 }
 
 static void loop_view__delta(struct loop_view *v, const struct lw_loop *now,
@@ -331,4 +335,46 @@ struct offender *model__offenders(const struct model *m, double since_ts, size_t
 	qsort(v, k, sizeof(*v), offender__cmp);
 	*n = k;
 	return v;
+}
+
+void model__clear_syscalls(struct model *m)
+{
+	m->nsyscalls = 0;
+}
+
+void model__add_syscall(struct model *m, const struct lw_syscall_key *key,
+			const struct lw_syscall_stats *st)
+{
+	struct syscall_agg *a, *v;
+	char buf[32];
+
+	v = realloc(m->syscalls, (m->nsyscalls + 1) * sizeof(*v));
+	if (!v)
+		return;
+	m->syscalls = v;
+	a = &v[m->nsyscalls++];
+	memset(a, 0, sizeof(*a));
+	a->pid = key->pid;
+	memcpy(a->comm, st->comm, LW_COMM_LEN);
+	a->comm[LW_COMM_LEN - 1] = '\0';
+	str__sanitize(a->comm);
+	snprintf(a->name, sizeof(a->name), "%s", syscall__name(key->nr, buf, sizeof(buf)));
+	a->count = st->count;
+	a->total_ns = st->total_ns;
+	hist__summarize(&st->hist, st->max_ns, &a->lat);
+	a->lat.max_ns = st->max_ns;
+}
+
+static int syscall_agg__cmp(const void *a, const void *b)
+{
+	const struct syscall_agg *x = a, *y = b;
+
+	if (x->total_ns != y->total_ns)
+		return x->total_ns < y->total_ns ? 1 : -1;
+	return 0;
+}
+
+void model__sort_syscalls(struct model *m)
+{
+	qsort(m->syscalls, m->nsyscalls, sizeof(*m->syscalls), syscall_agg__cmp);
 }

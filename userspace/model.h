@@ -48,7 +48,19 @@ struct loop_thread {
 	struct loop_thread *hash_next;
 };
 
+/* Blocked time of one syscall in one process (kernel-aggregated). */
+struct syscall_agg {
+	__u32 pid;
+	char comm[LW_COMM_LEN];
+	char name[REPORT_NAME_LEN];
+	__u64 count;
+	__u64 total_ns;
+	struct lag_summary lat;
+};
+
 struct model {
+	struct syscall_agg *syscalls;	/* latest drain, most blocked time first */
+	size_t nsyscalls;
 	struct loop_thread **hash;
 	struct loop_thread **threads;
 	size_t nthreads;
@@ -70,8 +82,11 @@ struct model {
 struct model *model__new(void);
 void model__free(struct model *m);
 void model__begin_drain(struct model *m);
-/* one kernel record; names are refreshed from /proc while the thread lives */
-void model__ingest(struct model *m, const struct lw_loop *snap);
+/*
+ * One kernel record; names are refreshed from /proc while the thread lives.
+ * Returns true the first time a thread is seen.
+ */
+bool model__ingest(struct model *m, const struct lw_loop *snap);
 /* close the interval: compute per-thread deltas and percentiles */
 void model__end_interval(struct model *m, double interval_s);
 /* totals since loopwatch started watching the thread */
@@ -81,6 +96,11 @@ void loop_thread__summary(const struct loop_thread *t, struct loop_view *out);
  * or of the whole run when summary is set). Returns a malloc'ed array.
  */
 struct loop_thread **model__sorted(const struct model *m, bool summary, size_t *n);
+/* Start a new drain of the per-(process, syscall) aggregates. */
+void model__clear_syscalls(struct model *m);
+void model__add_syscall(struct model *m, const struct lw_syscall_key *key,
+			const struct lw_syscall_stats *st);
+void model__sort_syscalls(struct model *m);
 void model__add_stall(struct model *m, const struct stall_report *r);
 /*
  * Offenders over stalls since since_ts (0: the whole run), most total stall

@@ -30,8 +30,26 @@ void sink_json__interval(FILE *out, const struct model *m, double ts)
 	fflush(out);
 }
 
+static void syscalls__json(FILE *out, const struct model *m, double ts)
+{
+	for (size_t i = 0; i < m->nsyscalls; i++) {
+		const struct syscall_agg *a = &m->syscalls[i];
+
+		fprintf(out, "{\"type\":\"syscall_summary\",\"ts\":%.3f,\"pid\":%u,\"comm\":",
+			ts, a->pid);
+		json__string(out, a->comm);
+		fputs(",\"syscall\":", out);
+		json__string(out, a->name);
+		fprintf(out, ",\"count\":%llu,\"blocked_ms\":%.3f,\"ms\":{\"p50\":%.3f,"
+			"\"p99\":%.3f,\"max\":%.3f}}\n", (unsigned long long)a->count,
+			json__ms(a->total_ns), json__ms(a->lat.p50_ns), json__ms(a->lat.p99_ns),
+			json__ms(a->lat.max_ns));
+	}
+}
+
 void sink_json__summary(FILE *out, const struct model *m, double ts)
 {
+	syscalls__json(out, m, ts);
 	struct loop_view sum;
 	size_t n;
 	struct loop_thread **v = model__sorted(m, true, &n);

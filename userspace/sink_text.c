@@ -84,6 +84,22 @@ void sink_text__block(FILE *out, const struct block_report *r)
 	fflush(out);
 }
 
+static void syscalls__print(FILE *out, const struct model *m)
+{
+	if (!m->nsyscalls)
+		return;
+	fprintf(out, "\nBlocking syscalls of loop threads (inside busy periods):\n"
+		"    PID COMM            SYSCALL                 COUNT  BLOCKEDms    P50ms    P99ms"
+		"    MAXms\n");
+	for (size_t i = 0; i < m->nsyscalls && i < 20; i++) {
+		const struct syscall_agg *a = &m->syscalls[i];
+
+		fprintf(out, "%7u %-15s %-20s %8llu %10.1f %8.3f %8.3f %8.3f\n", a->pid, a->comm,
+			a->name, (unsigned long long)a->count, ms(a->total_ns), ms(a->lat.p50_ns),
+			ms(a->lat.p99_ns), ms(a->lat.max_ns));
+	}
+}
+
 static void offenders__print(FILE *out, const struct model *m)
 {
 	char row[512];
@@ -118,6 +134,7 @@ void sink_text__summary(FILE *out, const struct model *m, double ts)
 		fprintf(out, "%s\n", row);
 	}
 	free(v);
+	syscalls__print(out, m);
 	offenders__print(out, m);
 	fflush(out);
 }

@@ -718,6 +718,17 @@ static int mapping__open(int pid, const struct mapping *m, struct stat *st)
 	}
 	if (fd < 0)
 		fd = mapping__open_map_files(pid, m, st);
+	/*
+	 * The process is gone (a stall just before exit): the same path in our
+	 * own namespace will do if it is still the very inode that was mapped.
+	 */
+	if (fd < 0 && !m->deleted && m->path[0] == '/' && m->inode) {
+		fd = file__reopen_regular(open(m->path, O_PATH | O_CLOEXEC), st);
+		if (fd >= 0 && (uint64_t)st->st_ino != m->inode) {
+			close(fd);
+			fd = -1;
+		}
+	}
 	return fd;
 }
 

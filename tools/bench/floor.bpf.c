@@ -1,30 +1,57 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * The floor of what loopwatch can cost: empty programs on exactly the
- * tracepoints bpf/loop.bpf.c attaches to. Whatever the kernel charges just
- * for having a program there (syscall work flag on every task, tracepoint
- * dispatch, BPF entry) shows up here; loopwatch minus this is the cost of
- * its own code. Keep this list in step with bpf/.
+ * The floor of what loopwatch can cost: empty programs at exactly the points
+ * loopwatch attaches to (bpf/loop.bpf.c, bpf/flush.bpf.c, bpf/sched.bpf.c,
+ * bpf/sample.bpf.c). Whatever the kernel charges just for having a program
+ * there (the syscall-work flag on every task, tracepoint dispatch, BPF entry,
+ * sampling interrupts) shows up here; loopwatch minus this is the cost of its
+ * own code. Keep the list in step with bpf/.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 
-#define WAIT_CALL(name)						\
+#define SYSCALL(name)						\
 SEC("tracepoint/syscalls/sys_enter_" #name)			\
 int enter_##name(void *ctx) { return 0; }			\
 SEC("tracepoint/syscalls/sys_exit_" #name)			\
 int exit_##name(void *ctx) { return 0; }
 
-WAIT_CALL(epoll_wait)
-WAIT_CALL(epoll_pwait)
-WAIT_CALL(epoll_pwait2)
-WAIT_CALL(poll)
-WAIT_CALL(ppoll)
-WAIT_CALL(select)
-WAIT_CALL(pselect6)
+/* the wait calls: loop iterations */
+SYSCALL(epoll_wait)
+SYSCALL(epoll_pwait)
+SYSCALL(epoll_pwait2)
+SYSCALL(poll)
+SYSCALL(ppoll)
+SYSCALL(select)
+SYSCALL(pselect6)
+
+/* the flush calls: exact bounds of a blocking fsync */
+SYSCALL(fsync)
+SYSCALL(fdatasync)
+SYSCALL(sync_file_range)
+SYSCALL(syncfs)
 
 SEC("tp_btf/sched_process_exit")
-int floor_thread_exit(void *ctx)
+int floor_process_exit(void *ctx)
+{
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int floor_sched_switch(void *ctx)
+{
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup")
+int floor_sched_wakeup(void *ctx)
+{
+	return 0;
+}
+
+/* attached by floor.c to a cpu-clock event per CPU, not by the skeleton */
+SEC("perf_event")
+int floor_sample(void *ctx)
 {
 	return 0;
 }

@@ -2,7 +2,8 @@
 /*
  * floor: attach the empty programs of floor.bpf.c and hold them until
  * SIGINT/SIGTERM or -d SECONDS. Like loopwatch, it says "tracing" on stderr
- * once everything is attached, so the bench driver can wait for that line.
+ * once everything is attached, so the bench driver can wait for that line,
+ * and it samples every CPU at loopwatch's default rate unless told otherwise.
  */
 #include <errno.h>
 #include <signal.h>
@@ -15,11 +16,18 @@
 #include <unistd.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <linux/perf_event.h>
 #include <bpf/libbpf.h>
 #include "floor.skel.h"
 
+#define MAX_CPUS 1024
+#define SAMPLE_HZ_DEFAULT 997	/* loopwatch's --sample-hz default */
+
 static volatile sig_atomic_t exiting;
 static bool verbose;
+static struct bpf_link *sample_links[MAX_CPUS];
+static int nsample_links;
 
 static void signal__handle(int sig)
 {
@@ -48,13 +56,57 @@ static int tracefs__ensure(void)
 	return 0;
 }
 
+/* the same cpu-clock event loopwatch samples with (no hardware PMU here) */
+static int sampling__attach(struct floor_bpf *skel, int hz)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.size = sizeof(attr),
+		.sample_freq = (__u64)hz,
+		.freq = 1,
+	};
+	int ncpus = libbpf_num_possible_cpus();
+
+	if (ncpus <= 0)
+		return ncpus ? ncpus : -ENODEV;
+	for (int cpu = 0; cpu < ncpus && cpu < MAX_CPUS; cpu++) {
+		struct bpf_link *link;
+		int fd = (int)syscall(SYS_perf_event_open, &attr, -1, cpu, -1,
+				      PERF_FLAG_FD_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno == ENODEV)
+				continue;	/* possible but offline */
+			return -errno;
+		}
+		link = bpf_program__attach_perf_event(skel->progs.floor_sample, fd);
+		if (!link) {
+			int err = -errno;
+
+			close(fd);
+			return err;
+		}
+		sample_links[nsample_links++] = link;
+	}
+	return 0;
+}
+
+static void sampling__detach(void)
+{
+	for (int i = 0; i < nsample_links; i++)
+		bpf_link__destroy(sample_links[i]);
+	nsample_links = 0;
+}
+
 static void usage__exit(const char *prog, int status)
 {
 	fprintf(status ? stderr : stdout,
-		"Usage: %s [-d SECONDS] [-v]\n"
-		"Attach empty BPF programs on loopwatch's tracepoints and hold them.\n"
+		"Usage: %s [-d SECONDS] [-F HZ] [-v]\n"
+		"Attach empty BPF programs where loopwatch attaches and hold them.\n"
 		"  -d SECONDS  detach after that long (default: until SIGINT/SIGTERM)\n"
-		"  -v          libbpf debug output\n", prog);
+		"  -F HZ       cpu-clock samples per second per CPU, 0 for none (default %d)\n"
+		"  -v          libbpf debug output\n", prog, SAMPLE_HZ_DEFAULT);
 	exit(status);
 }
 
@@ -63,16 +115,25 @@ int main(int argc, char **argv)
 	struct timespec nap = { .tv_sec = 0, .tv_nsec = 50 * 1000 * 1000 };
 	struct floor_bpf *skel = NULL;
 	double duration_s = 0, left_s;
+	long sample_hz = SAMPLE_HZ_DEFAULT;
 	char *end;
 	int opt, err;
 
-	while ((opt = getopt(argc, argv, "d:vh")) != -1) {
+	while ((opt = getopt(argc, argv, "d:F:vh")) != -1) {
 		switch (opt) {
 		case 'd':
 			errno = 0;
 			duration_s = strtod(optarg, &end);
 			if (errno || *end || duration_s <= 0) {
 				fprintf(stderr, "floor: bad duration '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'F':
+			errno = 0;
+			sample_hz = strtol(optarg, &end, 10);
+			if (errno || *end || sample_hz < 0 || sample_hz > 10000) {
+				fprintf(stderr, "floor: bad sample rate '%s'\n", optarg);
 				return 2;
 			}
 			break;
@@ -105,6 +166,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "floor: cannot attach BPF programs: %s\n", strerror(-err));
 		goto cleanup;
 	}
+	if (sample_hz) {
+		err = sampling__attach(skel, (int)sample_hz);
+		if (err) {
+			fprintf(stderr, "floor: cannot start sampling: %s\n", strerror(-err));
+			goto cleanup;
+		}
+	}
 	fprintf(stderr, "floor: tracing with empty programs; Ctrl-C to stop\n");
 
 	/* a short nap rather than pause(): -d needs a clock, signals end it early */
@@ -114,6 +182,7 @@ int main(int argc, char **argv)
 		nanosleep(&nap, NULL);
 	}
 cleanup:
+	sampling__detach();
 	floor_bpf__destroy(skel);
 	return err ? 1 : 0;
 }

@@ -283,6 +283,10 @@ for c in "${CASES[@]}"; do
 	echo
 done
 echo "samples: $SAMPLES"
-[ "$use_clean" = 1 ] ||
+if [ "$use_clean" = 0 ]; then
 	echo "warning: someone else's tracing BPF programs were loaded in every round:" \
 		"these numbers include their cost"
+elif [ "$clean_rounds" -lt "$ROUNDS" ]; then
+	echo "warning: only $clean_rounds of $ROUNDS clean rounds fit in the time budget:" \
+		"medians of few rounds"
+fi
