@@ -109,13 +109,21 @@ static void model__refresh(struct collector *c, struct dispatch *d)
 }
 
 /* One line when writes start failing, not one per write: a daemon's log stays readable. */
-static int prom__write(struct sink_prom *sp, struct collector *c, const struct model *m,
+static void model__refresh_syscalls(struct collector *c, struct model *m)
+{
+	model__clear_syscalls(m);
+	collector__drain_syscalls(c, model__syscall_cb, m);
+	model__sort_syscalls(m);
+}
+
+static int prom__write(struct sink_prom *sp, struct collector *c, struct model *m,
 		       const char *path)
 {
 	static int last_err;
 	__u64 dropped, loops_full;
 	int err;
 
+	model__refresh_syscalls(c, m);
 	collector__counters(c, &dropped, &loops_full);
 	sink_prom__set_kernel_counters(sp, dropped, loops_full);
 	err = sink_prom__write(sp, m, clock__mono());
@@ -276,9 +284,7 @@ int main(int argc, char **argv)
 		}
 	}
 	sink_tui__close();
-	model__clear_syscalls(m);
-	collector__drain_syscalls(c, model__syscall_cb, m);
-	model__sort_syscalls(m);
+	model__refresh_syscalls(c, m);
 	if (out == OUT_JSON)
 		sink_json__summary(stdout, m, clock__wall());
 	else if (out != OUT_NONE)
