@@ -69,10 +69,15 @@ $(OUT)/tests/%: tests/unit/%.c $(USER_OBJS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $< $(USER_OBJS) $(LDLIBS) -ldl -o $@
 
-$(OUT)/workloads/%: tests/workloads/%.c tests/workloads/*.h | $(OUT)/.deps
+# the JSON libraries the probe tests trace (test packages)
+$(OUT)/workloads/json_c: LDLIBS_WORKLOAD := -ljson-c
+$(OUT)/workloads/json_jansson: LDLIBS_WORKLOAD := -ljansson
+$(OUT)/workloads/json_cjson: LDLIBS_WORKLOAD := -lcjson
+
+$(OUT)/workloads/%: tests/workloads/%.c tests/workloads/*.h | $(OUT)/.test-deps
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 -O1 -g -fno-omit-frame-pointer -fno-inline -Wall -Wextra -Werror \
-		-Itests/workloads $< -o $@ -lpthread
+		-Itests/workloads $< -o $@ -lpthread $(LDLIBS_WORKLOAD)
 
 run: $(OUT)/loopwatch
 	$(OUT)/loopwatch

@@ -115,13 +115,16 @@ static __always_inline void block__close(struct lw_loop *l)
 }
 
 /*
- * Stacks are valid only now, while the task is still on this CPU. Taken in
- * sched_switch: the kernel stack skips this program and bpf_trace_run.
+ * Stacks are valid only now, while the task is still on this CPU. The kernel
+ * stack skips kskip frames (2 in sched_switch: this program and
+ * bpf_trace_run); a negative kskip takes none (a uprobe has no kernel part).
  */
-static __always_inline void capture__take(void *ctx, struct lw_capture *cap, __u64 user_sp)
+static __always_inline void capture__take(void *ctx, struct lw_capture *cap, __u64 user_sp,
+					  int kskip)
 {
 	cap->stack.user = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
-	cap->stack.kernel = bpf_get_stackid(ctx, &stacks, 2 & BPF_F_SKIP_FIELD_MASK);
+	cap->stack.kernel = kskip < 0 ? -1 :
+			    bpf_get_stackid(ctx, &stacks, kskip & BPF_F_SKIP_FIELD_MASK);
 	if (bpf_probe_read_user(cap->words, sizeof(cap->words), (void *)user_sp))
 		__builtin_memset(cap->words, 0, sizeof(cap->words));
 }

@@ -127,6 +127,7 @@ static __always_inline void loop__end_iteration(struct lw_loop *l, __u64 now)
 	l->iter.samples_seen = 0;
 	l->iter.nsyscalls = 0;
 	l->iter.nblocks = 0;
+	l->iter.nprobes = 0;
 	l->iter.runq_max_ns = 0;
 
 	l->iterations++;

@@ -94,6 +94,7 @@ enum lw_event_type {
 	LW_EV_STALL = 1,
 	LW_EV_BLOCK = 2,
 	LW_EV_NEW_LOOP = 3,	/* a thread's first wait: read its process's maps now */
+	LW_EV_PROBE = 4,	/* a probed call over --probe-threshold */
 };
 
 struct lw_new_loop_event {
@@ -113,6 +114,16 @@ struct lw_stack_ref {
 struct lw_capture {
 	struct lw_stack_ref stack;
 	__u64 words[LW_STACK_WORDS];	/* from the user stack pointer up */
+};
+
+/* Time an instrumented function (probe) took inside one iteration. */
+#define LW_ITER_PROBES 4
+#define LW_MAX_PROBES 256	/* probe ids: the bpf_cookie of each attached uprobe */
+
+struct lw_probe_sum {
+	__u32 id;
+	__u32 count;
+	__u64 ns;
 };
 
 struct lw_syscall_sum {
@@ -139,6 +150,9 @@ struct lw_iter {
 	struct lw_stack_ref samples[LW_ITER_SAMPLES];
 	struct lw_syscall_sum syscalls[LW_ITER_SYSCALLS];
 	struct lw_block_ref blocks[LW_ITER_BLOCKS];
+	__u32 nprobes;
+	__u32 pad2;
+	struct lw_probe_sum probes[LW_ITER_PROBES];
 	__u64 runq_max_ns;	/* the longest wait for a CPU, and where it was */
 	struct lw_capture runq_cap;	/* preempted there */
 };
@@ -172,6 +186,32 @@ struct lw_syscall_stats {
 	__u64 total_ns;
 	__u64 max_ns;
 	struct lw_hist hist;
+};
+
+/* Calls of one probe in one process. */
+struct lw_probe_key {
+	__u32 pid;
+	__u32 id;
+};
+
+struct lw_probe_stats {
+	char comm[LW_COMM_LEN];
+	__u64 calls;
+	__u64 total_ns;
+	__u64 busy_ns;		/* of it, inside the busy periods of loop threads */
+	__u64 max_ns;
+	struct lw_hist hist;
+};
+
+struct lw_probe_event {
+	__u32 type;
+	__u32 pid;
+	__u32 tid;
+	__u32 id;
+	__u64 start_ns;		/* CLOCK_MONOTONIC */
+	__u64 duration_ns;
+	struct lw_capture cap;
+	char comm[LW_COMM_LEN];
 };
 
 struct lw_stall_event {

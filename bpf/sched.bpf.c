@@ -75,7 +75,7 @@ static __always_inline void block__note_sleep(void *ctx, struct lw_loop *l,
 	l->block.user_ip = ip;
 	l->block.user_sp = sp;
 	l->block.sleeps = 1;
-	capture__take(ctx, &l->block.cap, sp);
+	capture__take(ctx, &l->block.cap, sp, 2);
 	fd__path(task, arg0, l->block.path);
 }
 
@@ -96,7 +96,7 @@ static __always_inline void loop__switch_out(void *ctx, struct lw_loop *l,
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
 
 	if (regs)
-		capture__take(ctx, &l->preempt_cap, BPF_CORE_READ(regs, sp));
+		capture__take(ctx, &l->preempt_cap, BPF_CORE_READ(regs, sp), 2);
 }
 
 static __always_inline void loop__switch_in(struct lw_loop *l, __u64 now)

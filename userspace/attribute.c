@@ -13,7 +13,23 @@ struct attributor {
 	struct collector *c;
 	struct symbolizer *sym;
 	double mono_to_wall;	/* add to CLOCK_MONOTONIC seconds for unix time */
+	probe_label_fn label;
+	const void *label_ctx;
 };
+
+void attributor__set_labeler(struct attributor *a, probe_label_fn fn, const void *ctx)
+{
+	a->label = fn;
+	a->label_ctx = ctx;
+}
+
+static void probe__label(const struct attributor *a, __u32 id, char *buf, size_t len)
+{
+	if (a->label)
+		snprintf(buf, len, "%s", a->label(a->label_ctx, id));
+	else
+		snprintf(buf, len, "probe#%u", id);
+}
 
 static double clock__seconds(clockid_t id)
 {
@@ -83,6 +99,11 @@ void stall_report__free(struct stall_report *r)
 }
 
 void block_report__free(struct block_report *r)
+{
+	stack_report__clear(&r->stack);
+}
+
+void probe_report__free(struct probe_report *r)
 {
 	stack_report__clear(&r->stack);
 }
@@ -282,6 +303,13 @@ int attributor__stall(struct attributor *a, const struct lw_stall_event *e,
 		s->count = e->iter.syscalls[i].count;
 		s->ns = e->iter.syscalls[i].ns;
 	}
+	for (__u32 i = 0; i < e->iter.nprobes && i < LW_ITER_PROBES; i++) {
+		struct probe_time *p = &r->probes[r->nprobes++];
+
+		probe__label(a, e->iter.probes[i].id, p->label, sizeof(p->label));
+		p->count = e->iter.probes[i].count;
+		p->ns = e->iter.probes[i].ns;
+	}
 	stall__add_samples(a, e, r);
 	stall__add_blocks(a, e, r);
 	stall__add_runq(a, e, r);
@@ -342,5 +370,21 @@ int attributor__block(struct attributor *a, const struct lw_block_event *e,
 	r->stack.ns = e->duration_ns;
 	snprintf(r->stack.syscall, sizeof(r->stack.syscall), "%s", r->syscall);
 	stack__resolve(a, e->pid, e->cap.stack, e->cap.words, &r->stack);
+	return 0;
+}
+
+int attributor__probe(struct attributor *a, const struct lw_probe_event *e,
+		      struct probe_report *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->ts = (double)e->start_ns / 1e9 + a->mono_to_wall;
+	r->pid = e->pid;
+	r->tid = e->tid;
+	memcpy(r->comm, e->comm, LW_COMM_LEN);
+	r->comm[LW_COMM_LEN - 1] = '\0';
+	str__sanitize(r->comm);
+	probe__label(a, e->id, r->label, sizeof(r->label));
+	r->duration_ns = e->duration_ns;
+	stack__resolve(a, e->pid, e->cap.stack, NULL, &r->stack);
 	return 0;
 }

@@ -137,6 +137,7 @@ struct collector *collector__open(const struct collector_opts *opts, char *err, 
 	c->skel->rodata->filter_pid = opts->npids > 0;
 	c->skel->rodata->stall_threshold_ns = opts->stall_threshold_ns;
 	c->skel->rodata->block_threshold_ns = opts->block_threshold_ns;
+	c->skel->rodata->probe_threshold_ns = opts->probe_threshold_ns;
 	if (opts->comm) {
 		c->skel->rodata->filter_comm = true;
 		strncpy((char *)c->skel->rodata->comm_filter, opts->comm, LW_COMM_LEN - 1);
@@ -203,6 +204,16 @@ int collector__poll(struct collector *c, int timeout_ms)
 	return ret < 0 ? ret : 0;
 }
 
+struct bpf_link *collector__attach_probe(struct collector *c, const char *path, uint64_t off,
+					 __u32 cookie, bool retprobe)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie, .retprobe = retprobe);
+	struct bpf_program *prog = retprobe ? c->skel->progs.probe_return
+					    : c->skel->progs.probe_entry;
+
+	return bpf_program__attach_uprobe_opts(prog, -1, path, off, &opts);
+}
+
 int collector__read_stack(struct collector *c, __s32 id, uint64_t *ips, int max)
 {
 	__u64 buf[LW_STACK_DEPTH];
@@ -257,6 +268,25 @@ int collector__drain_syscalls(struct collector *c, syscall_fn fn, void *ctx)
 	int fd = bpf_map__fd(c->skel->maps.syscall_stats), n = 0;
 	struct lw_syscall_key key, *prev = NULL;
 	struct lw_syscall_stats *st = malloc(sizeof(*st));
+
+	if (!st)
+		return -ENOMEM;
+	while (!bpf_map_get_next_key(fd, prev, &key)) {
+		if (!bpf_map_lookup_elem(fd, &key, st)) {
+			fn(&key, st, ctx);
+			n++;
+		}
+		prev = &key;
+	}
+	free(st);
+	return n;
+}
+
+int collector__drain_probes(struct collector *c, probe_fn fn, void *ctx)
+{
+	int fd = bpf_map__fd(c->skel->maps.probe_stats), n = 0;
+	struct lw_probe_key key, *prev = NULL;
+	struct lw_probe_stats *st = malloc(sizeof(*st));
 
 	if (!st)
 		return -ENOMEM;

@@ -23,17 +23,25 @@ struct collector_opts {
 	__u64 stall_threshold_ns;
 	__u64 block_threshold_ns;
 	int sample_hz;		/* 0: no CPU sampling */
+	__u64 probe_threshold_ns;
 	event_fn on_event;
 	void *ctx;
 };
 
 struct collector;
+struct bpf_link;
 
 /* NULL on failure, with a one-line reason in err. */
 struct collector *collector__open(const struct collector_opts *opts, char *err, size_t errlen);
 void collector__destroy(struct collector *c);
 /* Wait up to timeout_ms for kernel events; -EINTR on a signal. */
 int collector__poll(struct collector *c, int timeout_ms);
+/*
+ * A uprobe (or uretprobe) on the function at file offset off of path, in
+ * every process; cookie is the probe id. NULL with errno set on failure.
+ */
+struct bpf_link *collector__attach_probe(struct collector *c, const char *path, uint64_t off,
+					 __u32 cookie, bool retprobe);
 /* Stack ips by id from the kernel's stack map; returns the depth, 0 if gone. */
 int collector__read_stack(struct collector *c, __s32 id, uint64_t *ips, int max);
 /* Kernel-side self counters (events dropped, loop map full), summed over CPUs. */
@@ -42,6 +50,10 @@ typedef void (*syscall_fn)(const struct lw_syscall_key *key, const struct lw_sys
 			   void *ctx);
 /* Every (process, blocked syscall) aggregate. */
 int collector__drain_syscalls(struct collector *c, syscall_fn fn, void *ctx);
+typedef void (*probe_fn)(const struct lw_probe_key *key, const struct lw_probe_stats *st,
+			 void *ctx);
+/* Every (process, probe) aggregate. */
+int collector__drain_probes(struct collector *c, probe_fn fn, void *ctx);
 /* Every loop record, then reap the ones whose thread exited. */
 int collector__drain_loops(struct collector *c, loop_fn fn, void *ctx);
 

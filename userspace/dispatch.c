@@ -33,6 +33,26 @@ static void dispatch__block(struct dispatch *d, const struct lw_block_event *e)
 	block_report__free(&r);
 }
 
+static void dispatch__probe(struct dispatch *d, const struct lw_probe_event *e)
+{
+	struct probe_report r;
+
+	if (attributor__probe(d->attr, e, &r))
+		return;
+	if (d->output == DISPATCH_JSON)
+		sink_json__probe(d->out, &r);
+	else if (d->output == DISPATCH_TEXT)
+		sink_text__probe(d->out, &r);
+	probe_report__free(&r);
+}
+
+/* A new loop thread: read its maps while it lives, attach its probes. */
+static void dispatch__new_loop(struct dispatch *d, const struct lw_new_loop_event *e)
+{
+	attributor__prefetch(d->attr, e->pid);
+	probes__scan_pid(d->probes, (int)e->pid);
+}
+
 void dispatch__event(const void *event, size_t size, void *ctx)
 {
 	struct dispatch *d = ctx;
@@ -46,5 +66,7 @@ void dispatch__event(const void *event, size_t size, void *ctx)
 	else if (type == LW_EV_BLOCK && size >= sizeof(struct lw_block_event))
 		dispatch__block(d, event);
 	else if (type == LW_EV_NEW_LOOP && size >= sizeof(struct lw_new_loop_event))
-		attributor__prefetch(d->attr, ((const struct lw_new_loop_event *)event)->pid);
+		dispatch__new_loop(d, event);
+	else if (type == LW_EV_PROBE && size >= sizeof(struct lw_probe_event))
+		dispatch__probe(d, event);
 }

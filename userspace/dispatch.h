@@ -8,6 +8,7 @@
 #include "alert.h"
 #include "attribute.h"
 #include "model.h"
+#include "probes.h"
 
 enum dispatch_output { DISPATCH_NONE, DISPATCH_TEXT, DISPATCH_JSON };
 
@@ -15,6 +16,7 @@ struct dispatch {
 	struct attributor *attr;	/* set once the collector is open */
 	struct model *model;
 	struct alerter *alerter;	/* NULL: no alerts */
+	struct probes *probes;		/* NULL: no probes */
 	enum dispatch_output output;
 	FILE *out;
 	__u64 stalls;

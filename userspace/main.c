@@ -19,6 +19,9 @@
 /* OUT_NONE: --quiet without --json, a daemon whose output is the --prom-file */
 enum output { OUT_TEXT, OUT_JSON, OUT_TUI, OUT_NONE };
 
+/* how often loop processes are rescanned for newly loaded catalogued files */
+#define PROBE_RESCAN_S 2.0
+
 static volatile sig_atomic_t exiting;
 
 static void signal__handle(int sig)
@@ -102,10 +105,44 @@ static struct sink_prom *prom__open(const struct options *opts)
 }
 
 /* Latest kernel counters into the model, between the ends of two intervals. */
+static const char *probe__label_cb(const void *ctx, __u32 id)
+{
+	return probes__label(ctx, id);
+}
+
+static void model__probe_cb(const struct lw_probe_key *key, const struct lw_probe_stats *st,
+			    void *ctx)
+{
+	struct dispatch *d = ctx;
+
+	model__add_probe(d->model, key, st, probes__label(d->probes, key->id));
+}
+
 static void model__refresh(struct collector *c, struct dispatch *d)
 {
 	model__begin_drain(d->model);
 	collector__drain_loops(c, model__ingest_cb, d);
+	model__clear_probes(d->model);
+	if (d->probes)
+		collector__drain_probes(c, model__probe_cb, d);
+	model__finish_probes(d->model);
+}
+
+/* Loop processes may load a catalogued library late (Python imports _json on first use). */
+static void probes__refresh(struct dispatch *d)
+{
+	int *pids = calloc(d->model->nthreads + 1, sizeof(*pids)), n = 0;
+
+	if (!pids)
+		return;
+	for (size_t i = 0; i < d->model->nthreads; i++) {
+		const struct loop_thread *t = d->model->threads[i];
+
+		if (!t->exited && (!n || pids[n - 1] != (int)t->pid))
+			pids[n++] = (int)t->pid;
+	}
+	probes__rescan(d->probes, pids, n);
+	free(pids);
 }
 
 /* One line when writes start failing, not one per write: a daemon's log stays readable. */
@@ -180,13 +217,17 @@ int main(int argc, char **argv)
 	struct collector *c = NULL;
 	struct sink_prom *sp = NULL;
 	struct model *m = NULL;
-	double start, last, next, next_prom, end;
+	double start, last, next, next_prom, next_rescan = 0, end;
 	enum output out;
 	struct options opts;
 	char err[256];
 	int status = 1;
 
 	options__parse(&opts, argc, argv);
+	if (opts.list_probes) {
+		probes__list(stdout);
+		return 0;
+	}
 	preflight(&opts);
 	sp = prom__open(&opts);
 	if (opts.json)
@@ -203,6 +244,7 @@ int main(int argc, char **argv)
 	copts.stall_threshold_ns = (__u64)(opts.threshold_ms * 1e6);
 	copts.block_threshold_ns = (__u64)(opts.block_threshold_ms * 1e6);
 	copts.sample_hz = opts.sample_hz;
+	copts.probe_threshold_ns = (__u64)(opts.probe_threshold_ms * 1e6);
 	copts.on_event = dispatch__event;
 	copts.ctx = &disp;
 	m = model__new();
@@ -237,6 +279,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "loopwatch: cannot start the symbolizer\n");
 		goto cleanup;
 	}
+	disp.probes = probes__new(c, !opts.no_builtin_probes, opts.probes, opts.nprobes, err,
+				  sizeof(err));
+	if (!disp.probes) {
+		fprintf(stderr, "loopwatch: %s\n", err);
+		status = 2;
+		goto cleanup;
+	}
+	attributor__set_labeler(disp.attr, probe__label_cb, disp.probes);
 	signal(SIGINT, signal__handle);
 	signal(SIGTERM, signal__handle);
 	if (!opts.quiet)
@@ -272,6 +322,10 @@ int main(int argc, char **argv)
 			while (next <= now)
 				next += opts.interval_s;
 			drained = true;
+			if (now >= next_rescan) {
+				probes__refresh(&disp);
+				next_rescan = now + PROBE_RESCAN_S;
+			}
 		}
 		if (stop)
 			break;
@@ -294,6 +348,7 @@ int main(int argc, char **argv)
 		status = 1;
 cleanup:
 	sink_tui__close();
+	probes__free(disp.probes);
 	attributor__free(disp.attr);
 	alerter__free(disp.alerter);
 	sink_prom__close(sp);

@@ -33,6 +33,7 @@ void model__free(struct model *m)
 	free(m->threads);
 	free(m->offenders);
 	free(m->syscalls);
+	free(m->probes);
 	free(m->hash);
 	free(m);
 }
@@ -377,4 +378,70 @@ static int syscall_agg__cmp(const void *a, const void *b)
 void model__sort_syscalls(struct model *m)
 {
 	qsort(m->syscalls, m->nsyscalls, sizeof(*m->syscalls), syscall_agg__cmp);
+}
+
+void model__clear_probes(struct model *m)
+{
+	m->nprobes = 0;
+}
+
+void model__add_probe(struct model *m, const struct lw_probe_key *key,
+		      const struct lw_probe_stats *st, const char *label)
+{
+	struct probe_agg *a, *v;
+
+	/* probes that share a label in one process are one line */
+	for (size_t i = 0; i < m->nprobes; i++) {
+		a = &m->probes[i];
+		if (a->pid == key->pid && !strcmp(a->label, label)) {
+			a->calls += st->calls;
+			a->total_ns += st->total_ns;
+			a->busy_ns += st->busy_ns;
+			if (st->max_ns > a->lat.max_ns)
+				a->lat.max_ns = st->max_ns;
+			return;
+		}
+	}
+	v = realloc(m->probes, (m->nprobes + 1) * sizeof(*v));
+	if (!v)
+		return;
+	m->probes = v;
+	a = &v[m->nprobes++];
+	memset(a, 0, sizeof(*a));
+	a->pid = key->pid;
+	memcpy(a->comm, st->comm, LW_COMM_LEN);
+	a->comm[LW_COMM_LEN - 1] = '\0';
+	str__sanitize(a->comm);
+	snprintf(a->label, sizeof(a->label), "%s", label);
+	a->calls = st->calls;
+	a->total_ns = st->total_ns;
+	a->busy_ns = st->busy_ns;
+	hist__summarize(&st->hist, st->max_ns, &a->lat);
+	a->lat.max_ns = st->max_ns;
+}
+
+static int probe_agg__cmp(const void *a, const void *b)
+{
+	const struct probe_agg *x = a, *y = b;
+
+	if (x->busy_share != y->busy_share)
+		return x->busy_share < y->busy_share ? 1 : -1;
+	return x->total_ns < y->total_ns ? 1 : x->total_ns > y->total_ns ? -1 : 0;
+}
+
+void model__finish_probes(struct model *m)
+{
+	for (size_t i = 0; i < m->nprobes; i++) {
+		struct probe_agg *a = &m->probes[i];
+		__u64 busy = 0;
+
+		for (size_t t = 0; t < m->nthreads; t++) {
+			if (m->threads[t]->pid == a->pid)
+				busy += m->threads[t]->snap.busy_ns;
+		}
+		a->busy_share = busy ? (double)a->busy_ns / (double)busy : 0;
+		if (a->busy_share > 1)
+			a->busy_share = 1;
+	}
+	qsort(m->probes, m->nprobes, sizeof(*m->probes), probe_agg__cmp);
 }

@@ -58,7 +58,21 @@ struct syscall_agg {
 	struct lag_summary lat;
 };
 
+/* Calls of one probe in one process (kernel-aggregated). */
+struct probe_agg {
+	__u32 pid;
+	char comm[LW_COMM_LEN];
+	char label[REPORT_LABEL_LEN];
+	__u64 calls;
+	__u64 total_ns;
+	__u64 busy_ns;		/* inside loop busy periods */
+	double busy_share;	/* busy_ns / the process's loop busy time */
+	struct lag_summary lat;
+};
+
 struct model {
+	struct probe_agg *probes;	/* latest drain, largest share of busy time first */
+	size_t nprobes;
 	struct syscall_agg *syscalls;	/* latest drain, most blocked time first */
 	size_t nsyscalls;
 	struct loop_thread **hash;
@@ -101,6 +115,11 @@ void model__clear_syscalls(struct model *m);
 void model__add_syscall(struct model *m, const struct lw_syscall_key *key,
 			const struct lw_syscall_stats *st);
 void model__sort_syscalls(struct model *m);
+void model__clear_probes(struct model *m);
+void model__add_probe(struct model *m, const struct lw_probe_key *key,
+		      const struct lw_probe_stats *st, const char *label);
+/* shares of busy time, then sort */
+void model__finish_probes(struct model *m);
 void model__add_stall(struct model *m, const struct stall_report *r);
 /*
  * Offenders over stalls since since_ts (0: the whole run), most total stall

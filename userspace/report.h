@@ -31,6 +31,25 @@ struct syscall_report {
 	__u64 ns;
 };
 
+#define REPORT_LABEL_LEN 64
+
+struct probe_time {
+	char label[REPORT_LABEL_LEN];
+	__u32 count;
+	__u64 ns;
+};
+
+/* A probed call over --probe-threshold. */
+struct probe_report {
+	double ts;
+	__u32 pid;
+	__u32 tid;
+	char comm[LW_COMM_LEN];
+	char label[REPORT_LABEL_LEN];
+	__u64 duration_ns;
+	struct stack_report stack;	/* of the caller, at the return */
+};
+
 struct stall_report {
 	double ts;		/* unix seconds at the start of the iteration */
 	__u32 pid;
@@ -47,6 +66,8 @@ struct stall_report {
 	int nstacks;
 	struct stack_report stacks[REPORT_MAX_STACKS];
 	char top[256];		/* the frames that best name the culprit */
+	int nprobes;
+	struct probe_time probes[LW_ITER_PROBES];	/* probed calls inside the stall */
 };
 
 struct block_report {
@@ -65,5 +86,6 @@ struct block_report {
 const char *stall_cause__name(enum stall_cause c);
 void stall_report__free(struct stall_report *r);
 void block_report__free(struct block_report *r);
+void probe_report__free(struct probe_report *r);
 
 #endif

@@ -12,12 +12,17 @@ void sink_json__summary(FILE *out, const struct model *m, double ts);
 
 void sink_json__stall(FILE *out, const struct stall_report *r);
 void sink_json__block(FILE *out, const struct block_report *r);
+void sink_json__probe(FILE *out, const struct probe_report *r);
 /* {"kind":…,"func":…,…} frames of one stack */
 void json__frames(FILE *out, const struct stack_report *s);
 
 /* Plain text table, appended (sink_text.c) */
 void sink_text__stall(FILE *out, const struct stall_report *r);
 void sink_text__block(FILE *out, const struct block_report *r);
+void sink_text__probe(FILE *out, const struct probe_report *r);
+/* the probes table, shared with the live view */
+const char *probe_row__header(void);
+void probe_row__format(char *buf, size_t len, const struct probe_agg *a);
 /* the offenders table, shared with the live view */
 const char *offender_row__header(void);
 void offender_row__format(char *buf, size_t len, const struct offender *o);

@@ -47,9 +47,29 @@ static void syscalls__json(FILE *out, const struct model *m, double ts)
 	}
 }
 
+static void probes__json(FILE *out, const struct model *m, double ts)
+{
+	for (size_t i = 0; i < m->nprobes; i++) {
+		const struct probe_agg *a = &m->probes[i];
+
+		fprintf(out, "{\"type\":\"probe_summary\",\"ts\":%.3f,\"pid\":%u,\"comm\":",
+			ts, a->pid);
+		json__string(out, a->comm);
+		fputs(",\"probe\":", out);
+		json__string(out, a->label);
+		fprintf(out, ",\"calls\":%llu,\"total_ms\":%.3f,\"busy_ms\":%.3f,"
+			"\"busy_share\":%.4f,\"ms\":{\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f,"
+			"\"p999\":%.3f,\"max\":%.3f}}\n", (unsigned long long)a->calls,
+			json__ms(a->total_ns), json__ms(a->busy_ns), a->busy_share,
+			json__ms(a->lat.p50_ns), json__ms(a->lat.p90_ns), json__ms(a->lat.p99_ns),
+			json__ms(a->lat.p999_ns), json__ms(a->lat.max_ns));
+	}
+}
+
 void sink_json__summary(FILE *out, const struct model *m, double ts)
 {
 	syscalls__json(out, m, ts);
+	probes__json(out, m, ts);
 	struct loop_view sum;
 	size_t n;
 	struct loop_thread **v = model__sorted(m, true, &n);
@@ -109,6 +129,13 @@ void sink_json__stall(FILE *out, const struct stall_report *r)
 		fprintf(out, ",\"count\":%u,\"ms\":%.3f}", r->syscalls[i].count,
 			json__ms(r->syscalls[i].ns));
 	}
+	fputs("],\"probes\":[", out);
+	for (int i = 0; i < r->nprobes; i++) {
+		fprintf(out, "%s{\"probe\":", i ? "," : "");
+		json__string(out, r->probes[i].label);
+		fprintf(out, ",\"count\":%u,\"ms\":%.3f}", r->probes[i].count,
+			json__ms(r->probes[i].ns));
+	}
 	fputs("],\"stacks\":[", out);
 	for (int i = 0; i < r->nstacks; i++) {
 		const struct stack_report *s = &r->stacks[i];
@@ -143,6 +170,19 @@ void sink_json__block(FILE *out, const struct block_report *r)
 		json__string(out, r->path);
 	}
 	fputs(",\"stack\":", out);
+	json__frames(out, &r->stack);
+	fputs("}\n", out);
+	fflush(out);
+}
+
+void sink_json__probe(FILE *out, const struct probe_report *r)
+{
+	fprintf(out, "{\"type\":\"probe_call\",\"ts\":%.6f,\"pid\":%u,\"tid\":%u,\"comm\":",
+		r->ts, r->pid, r->tid);
+	json__string(out, r->comm);
+	fputs(",\"probe\":", out);
+	json__string(out, r->label);
+	fprintf(out, ",\"duration_ms\":%.3f,\"stack\":", json__ms(r->duration_ns));
 	json__frames(out, &r->stack);
 	fputs("}\n", out);
 	fflush(out);

@@ -84,6 +84,43 @@ void sink_text__block(FILE *out, const struct block_report *r)
 	fflush(out);
 }
 
+const char *probe_row__header(void)
+{
+	return "    PID COMM            PROBE                    CALLS   TOTALms  %BUSY    P50ms"
+	       "    P99ms    MAXms";
+}
+
+void probe_row__format(char *buf, size_t len, const struct probe_agg *a)
+{
+	snprintf(buf, len, "%7u %-15s %-22s %8llu %9.1f %6.1f %8.3f %8.3f %8.3f", a->pid, a->comm,
+		 a->label, (unsigned long long)a->calls, ms(a->total_ns), 100.0 * a->busy_share,
+		 ms(a->lat.p50_ns), ms(a->lat.p99_ns), ms(a->lat.max_ns));
+}
+
+void sink_text__probe(FILE *out, const struct probe_report *r)
+{
+	char when[16];
+
+	time__format(when, sizeof(when), r->ts);
+	fprintf(out, "%s PROBE %u/%u %s %s %.1f ms\n", when, r->pid, r->tid, r->comm, r->label,
+		ms(r->duration_ns));
+	fflush(out);
+}
+
+static void probes__print(FILE *out, const struct model *m)
+{
+	char row[256];
+
+	if (!m->nprobes)
+		return;
+	fprintf(out, "\nProbed functions (%%BUSY: share of the process's loop busy time):\n%s\n",
+		probe_row__header());
+	for (size_t i = 0; i < m->nprobes && i < 20; i++) {
+		probe_row__format(row, sizeof(row), &m->probes[i]);
+		fprintf(out, "%s\n", row);
+	}
+}
+
 static void syscalls__print(FILE *out, const struct model *m)
 {
 	if (!m->nsyscalls)
@@ -135,6 +172,7 @@ void sink_text__summary(FILE *out, const struct model *m, double ts)
 	}
 	free(v);
 	syscalls__print(out, m);
+	probes__print(out, m);
 	offenders__print(out, m);
 	fflush(out);
 }

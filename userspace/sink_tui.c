@@ -21,6 +21,25 @@ int sink_tui__open(void)
 
 #define TUI_OFFENDER_WINDOW_S 60.0
 
+#define TUI_MAX_PROBES 5
+
+/* the probes taking the largest share of loop busy time */
+static int probes__draw(const struct model *m, int y)
+{
+	char row[256];
+
+	if (!m->nprobes)
+		return y - 1;
+	attron(A_REVERSE);
+	mvprintw(y++, 0, "%-*s", COLS, probe_row__header());
+	attroff(A_REVERSE);
+	for (size_t i = 0; i < m->nprobes && i < TUI_MAX_PROBES && y < LINES; i++, y++) {
+		probe_row__format(row, sizeof(row), &m->probes[i]);
+		mvaddnstr(y, 0, row, COLS);
+	}
+	return y;
+}
+
 static void offenders__draw(const struct model *m, double now, int y)
 {
 	char row[512];
@@ -62,6 +81,7 @@ void sink_tui__interval(const struct model *m, double ts)
 		mvaddnstr(y, 0, row, COLS);
 	}
 	free(v);
+	y = probes__draw(m, y + 1);
 	offenders__draw(m, ts, y + 1);
 	refresh();
 }

@@ -1,0 +1,176 @@
+"""Built-in and custom uprobes on real runtimes: exact call counts, durations against the
+programs' own timing, share of loop busy time, stalls that name the probe."""
+import glob
+import json
+import os
+import signal
+import subprocess
+import time
+
+from lwtest import Loopwatch, Workload, of_type, tmpfile
+
+APPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "apps")
+CALLS = 10
+PYENV_311 = os.path.expanduser("~/.pyenv/versions/3.11.7/bin/python3.11")
+
+
+def traced(ctx, argv, *flags):
+    """Run a workload that loops until 'go' under loopwatch -p; return its lines."""
+    w = Workload(argv)
+    lw = Loopwatch(ctx, "-p", w.pid, "-d", 60, *flags)
+    try:
+        lw.start()
+        time.sleep(1.0)  # a few loop iterations: loopwatch sees the loop, attaches probes
+        w.go()
+        w.wait()
+        lines = lw.stop()
+    finally:
+        w.kill()
+        lw.kill()
+    return w.pid, lines
+
+
+def summary(lines, pid, probe):
+    rows = [r for r in of_type(lines, "probe_summary", pid=pid) if r["probe"] == probe]
+    assert len(rows) == 1, "no summary of %s for %d: %s" % (
+        probe, pid, [(r["probe"], r["calls"]) for r in of_type(lines, "probe_summary")])
+    return rows[0]
+
+
+def check_python_json(ctx, python, codec=()):
+    out = tmpfile()
+    pid, lines = traced(ctx, [python, os.path.join(APPS, "probe_json.py"), out, str(CALLS)]
+                        + list(codec))
+    with open(out) as f:
+        truth = json.load(f)
+    os.unlink(out)
+    names = ("ujson.dumps", "ujson.loads") if codec else ("json.dumps", "json.loads")
+    for name, key in zip(names, ("dumps_s", "loads_s")):
+        s = summary(lines, pid, name)
+        want_ms = sum(truth[key]) * 1000
+        assert s["calls"] == CALLS, "%s: %d calls, want %d" % (name, s["calls"], CALLS)
+        assert abs(s["total_ms"] - want_ms) <= 0.1 * want_ms, \
+            "%s: %.1f ms vs perf_counter's %.1f ms" % (name, s["total_ms"], want_ms)
+        # every call ran inside a loop iteration
+        assert abs(s["busy_ms"] - s["total_ms"]) < 0.01 and 0 < s["busy_share"] <= 1, s
+        calls_over = [c for c in of_type(lines, "probe_call", pid=pid) if c["probe"] == name]
+        assert len(calls_over) == sum(1 for t in truth[key] if t >= 0.0011) or \
+            len(calls_over) == CALLS, (name, len(calls_over))
+    # a stall caused by json.dumps lists the probe's time inside it
+    stalls = of_type(lines, "stall", pid=pid)
+    with_dumps = [s for s in stalls for p in s["probes"] if p["probe"] == names[0]]
+    assert with_dumps, [s["probes"] for s in stalls]
+    p = [p for p in with_dumps[0]["probes"] if p["probe"] == names[0]][0]
+    assert 0 < p["ms"] <= with_dumps[0]["duration_ms"], with_dumps[0]
+    return lines
+
+
+def test_pyenv_311_json_dumps_loads(ctx):
+    check_python_json(ctx, PYENV_311)
+
+
+def test_debian_python_stripped_json_found_without_symbols(ctx):
+    check_python_json(ctx, "/usr/bin/python3")
+    listing = subprocess.run([ctx.loopwatch, "--list-probes"], stdout=subprocess.PIPE,
+                             text=True, timeout=60).stdout
+    line = [l for l in listing.splitlines() if "json.dumps" in l and "/usr/lib/python3.11/" in l]
+    assert line and "PyType_Spec slot" in line[0], line
+
+
+def test_ujson(ctx):
+    check_python_json(ctx, "/usr/bin/python3", ["ujson"])
+
+
+def test_node_json_stringify_parse(ctx):
+    out = tmpfile()
+    pid, lines = traced(ctx, ["/usr/bin/node", os.path.join(APPS, "probe_json.js"), out,
+                              str(CALLS)])
+    with open(out) as f:
+        truth = json.load(f)
+    os.unlink(out)
+    for name, key in (("JSON.stringify", "stringify_s"), ("JSON.parse", "parse_s")):
+        s = summary(lines, pid, name)
+        want_ms = sum(truth[key]) * 1000
+        assert s["calls"] == CALLS, "%s: %d calls" % (name, s["calls"])
+        assert abs(s["total_ms"] - want_ms) <= 0.1 * want_ms, (name, s["total_ms"], want_ms)
+
+
+def test_c_json_libraries_exact_counts(ctx):
+    # nested entry points (cJSON_Parse -> ParseWithOpts -> ParseWithLengthOpts, json-c's
+    # to_json_string -> _ext -> _length) must still count one per call
+    expect = {"json_c": ("json-c parse", "json-c to_json_string"),
+              "json_jansson": ("jansson load", "jansson dump"),
+              "json_cjson": ("cJSON parse", "cJSON print")}
+    for prog, probes in expect.items():
+        pid, lines = traced(ctx, [ctx.workload(prog), str(CALLS)])
+        for probe in probes:
+            s = summary(lines, pid, probe)
+            assert s["calls"] == CALLS, "%s %s: %d calls" % (prog, probe, s["calls"])
+            assert s["total_ms"] > 0 and s["ms"]["max"] >= s["ms"]["p50"] > 0, s
+
+
+def test_custom_probe_on_a_test_binary(ctx):
+    binary = os.path.abspath(ctx.workload("json_cjson"))
+    pid, lines = traced(ctx, [binary, str(CALLS)], "--no-builtin-probes",
+                        "--probe", binary + ":work_unit=unit of work")
+    s = summary(lines, pid, "unit of work")
+    assert s["calls"] == CALLS, s
+    # each spins 0.2 ms
+    assert 0.19 <= s["ms"]["p50"] <= 0.5, s
+    assert not [r for r in of_type(lines, "probe_summary") if r["probe"].startswith("cJSON")], \
+        "--no-builtin-probes still attached the catalog"
+
+
+def test_bad_custom_probes_fail_clearly(ctx):
+    for spec in ("/nonexistent/lib.so:f", "libz.so.1:no_such_function", "nocolon"):
+        r = subprocess.run([ctx.loopwatch, "--probe", spec, "-d", "1"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, timeout=30)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and "probe" in r.stderr, \
+            (spec, r.returncode, r.stderr)
+
+
+def test_list_probes_says_where_and_what_is_unavailable(ctx):
+    r = subprocess.run([ctx.loopwatch, "--list-probes"], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    for label in ("json.dumps", "json.loads", "ujson.dumps", "JSON.stringify", "JSON.parse",
+                  "json-c parse", "jansson load", "cJSON parse", "yajl parse", "zlib compress",
+                  "PBKDF2", "bcrypt", "pickle.dumps", "re.match"):
+        assert any(l.split()[:1] == [label.split()[0]] for l in lines), label
+    # an entry is shown with a location exactly when its library is here
+    yajl = [l for l in lines if "yajl parse" in l]
+    if glob.glob("/usr/lib/x86_64-linux-gnu/libyajl.so*"):
+        assert any("libyajl" in l and "+0x" in l for l in yajl), yajl
+    else:
+        assert yajl == [l for l in yajl if "unavailable" in l] and yajl, yajl
+    # Debian's python3.11 is stripped: its regex functions cannot be found, and say so
+    assert any("unavailable" in l for l in lines), "nothing reported unavailable"
+
+
+def test_process_exiting_while_probed(ctx):
+    """A process killed in the middle of json.dumps: loopwatch carries on and still
+    counts the next process exactly."""
+    out = tmpfile()
+    w = Workload([PYENV_311, os.path.join(APPS, "probe_json.py"), out, "1000"])
+    lw = Loopwatch(ctx, "-i", "0.5").start()
+    try:
+        time.sleep(1.0)
+        w.go()
+        time.sleep(0.5)
+        w.kill()
+        out2 = tmpfile()
+        w2 = Workload([PYENV_311, os.path.join(APPS, "probe_json.py"), out2, str(CALLS)])
+        time.sleep(1.0)
+        w2.go()
+        w2.wait()
+        time.sleep(0.6)
+        lines = lw.stop(signal.SIGINT)
+    finally:
+        w.kill()
+        lw.kill()
+    s = summary(lines, w2.pid, "json.dumps")
+    assert s["calls"] == CALLS, s
+    for f in (out, out2):
+        if os.path.exists(f):
+            os.unlink(f)

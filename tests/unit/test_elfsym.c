@@ -1,0 +1,97 @@
+/*
+ * Finding probe offsets: by symbol, and in stripped CPython extensions
+ * through the type spec's slots. The pyenv builds keep their symbols, so
+ * the spec method is checked against the real symbol in every version.
+ */
+#include <glob.h>
+#include <stdio.h>
+#include <string.h>
+#include "elfsym.h"
+
+static int passed, failed;
+
+#define CHECK(cond, ...)                                                     \
+	do {                                                                 \
+		if (cond) {                                                  \
+			passed++;                                            \
+		} else {                                                     \
+			failed++;                                            \
+			printf("FAIL %s:%d: ", __FILE__, __LINE__);          \
+			printf(__VA_ARGS__);                                 \
+			printf("\n");                                        \
+		}                                                            \
+	} while (0)
+
+/* CPython's Py_tp_call slot id (Include/typeslots.h) */
+#define PY_TP_CALL 50
+
+static void test_spec_matches_symbols(void)
+{
+	glob_t g;
+	int checked = 0;
+
+	if (glob("/root/.pyenv/versions/3.*/lib/python3.*/lib-dynload/_json*.so", 0, NULL, &g))
+		return;
+	for (size_t i = 0; i < g.gl_pathc; i++) {
+		const char *path = g.gl_pathv[i];
+		uint64_t by_sym, by_spec;
+		enum elfsym_how how;
+
+		/* 3.8 and older have static types, no spec */
+		if (strstr(path, "/3.8.") || strstr(path, "/3.7.") || strstr(path, "/3.6."))
+			continue;
+		CHECK(!elfsym__find(path, "encoder_call", &by_sym, &how) && how == ELFSYM_SYMTAB,
+		      "%s: encoder_call symbol", path);
+		CHECK(!elfsym__find_spec_slot(path, "_json.Encoder", PY_TP_CALL, &by_spec) &&
+		      by_spec == by_sym, "%s: spec slot %#llx vs symbol %#llx", path,
+		      (unsigned long long)by_spec, (unsigned long long)by_sym);
+		CHECK(!elfsym__find(path, "scanner_call", &by_sym, &how), "%s: scanner_call", path);
+		CHECK(!elfsym__find_spec_slot(path, "_json.Scanner", PY_TP_CALL, &by_spec) &&
+		      by_spec == by_sym, "%s: scanner spec slot", path);
+		checked++;
+	}
+	globfree(&g);
+	CHECK(checked >= 5, "pyenv _json modules checked: %d", checked);
+}
+
+static void test_debian_stripped_json(void)
+{
+	glob_t g;
+	uint64_t enc = 0, dec = 0;
+	enum elfsym_how how;
+
+	CHECK(!glob("/usr/lib/python3.11/lib-dynload/_json*.so", 0, NULL, &g), "Debian _json");
+	if (!g.gl_pathc)
+		return;
+	CHECK(elfsym__find(g.gl_pathv[0], "encoder_call", &enc, &how) == -2,
+	      "Debian _json is stripped");
+	CHECK(!elfsym__find_spec_slot(g.gl_pathv[0], "_json.Encoder", PY_TP_CALL, &enc) && enc,
+	      "encoder_call found without symbols");
+	CHECK(!elfsym__find_spec_slot(g.gl_pathv[0], "_json.Scanner", PY_TP_CALL, &dec) && dec &&
+	      dec != enc, "scanner_call found without symbols");
+	globfree(&g);
+}
+
+static void test_symbols_and_garbage(void)
+{
+	uint64_t off;
+	enum elfsym_how how;
+
+	CHECK(!elfsym__find("/usr/lib/x86_64-linux-gnu/libz.so.1", "compress2", &off, &how) &&
+	      how == ELFSYM_DYNSYM && off, "libz compress2 via dynsym");
+	CHECK(elfsym__find("/usr/lib/x86_64-linux-gnu/libz.so.1", "no_such_fn", &off, &how),
+	      "absent symbol");
+	CHECK(elfsym__find("/nonexistent", "x", &off, &how), "missing file");
+	CHECK(elfsym__find("/etc/passwd", "x", &off, &how), "not an ELF file");
+	CHECK(elfsym__find_spec_slot("/etc/passwd", "_json.Encoder", PY_TP_CALL, &off),
+	      "spec in a non-ELF file");
+}
+
+int main(void)
+{
+	test_spec_matches_symbols();
+	test_debian_stripped_json();
+	test_symbols_and_garbage();
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
