@@ -174,3 +174,11 @@ def test_process_exiting_while_probed(ctx):
     for f in (out, out2):
         if os.path.exists(f):
             os.unlink(f)
+
+
+def test_nested_and_raising_calls_count_once(ctx):
+    """An inner json.dumps inside the outer one's C encoder counts once (the outermost);
+    a call that raises from inside the encoder still returns through the uretprobe."""
+    pid, lines = traced(ctx, [PYENV_311, os.path.join(APPS, "probe_nested.py"), "7", "5"])
+    s = summary(lines, pid, "json.dumps")
+    assert s["calls"] == 7 + 5, s
