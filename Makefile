@@ -65,9 +65,9 @@ $(OUT)/%.o: userspace/%.c $(USER_HDRS) $(BPF_HDRS) $(OUT)/loopwatch.skel.h $(OUT
 $(OUT)/loopwatch: $(OUT)/main.o $(USER_OBJS)
 	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
 
-$(OUT)/tests/%: tests/unit/%.c $(USER_OBJS)
+$(OUT)/tests/%: tests/unit/%.c tests/unit/*.h $(USER_OBJS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $< $(USER_OBJS) $(LDLIBS) -ldl -o $@
+	$(CC) $(CFLAGS) -Itests/unit $< $(USER_OBJS) $(LDLIBS) -ldl -o $@
 
 # the JSON libraries the probe tests trace (test packages)
 $(OUT)/workloads/json_c: LDLIBS_WORKLOAD := -ljson-c

@@ -273,6 +273,19 @@ static const struct stack_report *stall__main_stack(const struct stall_report *r
 	return best ? best : r->nstacks ? &r->stacks[0] : NULL;
 }
 
+/* Names from the kernel: fixed-size, maybe unterminated, untrusted. */
+static void name__copy(char *dst, const char *src)
+{
+	memcpy(dst, src, LW_COMM_LEN);
+	dst[LW_COMM_LEN - 1] = '\0';
+	str__sanitize(dst);
+}
+
+static double attributor__wall(const struct attributor *a, __u64 mono_ns)
+{
+	return (double)mono_ns / 1e9 + a->mono_to_wall;
+}
+
 int attributor__stall(struct attributor *a, const struct lw_stall_event *e,
 		      struct stall_report *r)
 {
@@ -281,14 +294,11 @@ int attributor__stall(struct attributor *a, const struct lw_stall_event *e,
 	char buf[32];
 
 	memset(r, 0, sizeof(*r));
-	r->ts = (double)e->start_ns / 1e9 + a->mono_to_wall;
+	r->ts = attributor__wall(a, e->start_ns);
 	r->pid = e->pid;
 	r->tid = e->tid;
-	memcpy(r->comm, e->comm, LW_COMM_LEN);
-	memcpy(r->thread, e->thread, LW_COMM_LEN);
-	r->comm[LW_COMM_LEN - 1] = r->thread[LW_COMM_LEN - 1] = '\0';
-	str__sanitize(r->comm);
-	str__sanitize(r->thread);
+	name__copy(r->comm, e->comm);
+	name__copy(r->thread, e->thread);
 	r->duration_ns = e->duration_ns;
 	r->blocked_ns = e->iter.blocked_ns;
 	r->runq_ns = e->iter.runq_ns;
@@ -352,12 +362,10 @@ int attributor__block(struct attributor *a, const struct lw_block_event *e,
 	char buf[32];
 
 	memset(r, 0, sizeof(*r));
-	r->ts = (double)e->start_ns / 1e9 + a->mono_to_wall;
+	r->ts = attributor__wall(a, e->start_ns);
 	r->pid = e->pid;
 	r->tid = e->tid;
-	memcpy(r->comm, e->comm, LW_COMM_LEN);
-	r->comm[LW_COMM_LEN - 1] = '\0';
-	str__sanitize(r->comm);
+	name__copy(r->comm, e->comm);
 	snprintf(r->syscall, sizeof(r->syscall), "%s", syscall__name(e->nr, buf, sizeof(buf)));
 	r->duration_ns = e->duration_ns;
 	r->sleeps = e->sleeps;
@@ -377,12 +385,10 @@ int attributor__probe(struct attributor *a, const struct lw_probe_event *e,
 		      struct probe_report *r)
 {
 	memset(r, 0, sizeof(*r));
-	r->ts = (double)e->start_ns / 1e9 + a->mono_to_wall;
+	r->ts = attributor__wall(a, e->start_ns);
 	r->pid = e->pid;
 	r->tid = e->tid;
-	memcpy(r->comm, e->comm, LW_COMM_LEN);
-	r->comm[LW_COMM_LEN - 1] = '\0';
-	str__sanitize(r->comm);
+	name__copy(r->comm, e->comm);
 	probe__label(a, e->id, r->label, sizeof(r->label));
 	r->duration_ns = e->duration_ns;
 	stack__resolve(a, e->pid, e->cap.stack, NULL, &r->stack);

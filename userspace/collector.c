@@ -263,40 +263,69 @@ int collector__drain_loops(struct collector *c, loop_fn fn, void *ctx)
 	return nkeys;
 }
 
-int collector__drain_syscalls(struct collector *c, syscall_fn fn, void *ctx)
+/* Every entry of a hash map of aggregates: key and value handed to fn. */
+static int map__walk(int fd, size_t key_size, size_t value_size,
+		     void (*fn)(const void *key, const void *value, void *ctx), void *ctx)
 {
-	int fd = bpf_map__fd(c->skel->maps.syscall_stats), n = 0;
-	struct lw_syscall_key key, *prev = NULL;
-	struct lw_syscall_stats *st = malloc(sizeof(*st));
+	void *key = calloc(2, key_size), *value = malloc(value_size);
+	void *prev = NULL, *next = key;
+	int n = 0;
 
-	if (!st)
+	if (!key || !value) {
+		free(key);
+		free(value);
 		return -ENOMEM;
-	while (!bpf_map_get_next_key(fd, prev, &key)) {
-		if (!bpf_map_lookup_elem(fd, &key, st)) {
-			fn(&key, st, ctx);
+	}
+	while (!bpf_map_get_next_key(fd, prev, next)) {
+		if (!bpf_map_lookup_elem(fd, next, value)) {
+			fn(next, value, ctx);
 			n++;
 		}
-		prev = &key;
+		/* alternate the two key buffers: the one just read is the next cursor */
+		prev = next;
+		next = (char *)key + (prev == key ? key_size : 0);
 	}
-	free(st);
+	free(key);
+	free(value);
 	return n;
+}
+
+struct walk_syscalls {
+	syscall_fn fn;
+	void *ctx;
+};
+
+static void syscall__visit(const void *key, const void *value, void *ctx)
+{
+	struct walk_syscalls *w = ctx;
+
+	w->fn(key, value, w->ctx);
+}
+
+int collector__drain_syscalls(struct collector *c, syscall_fn fn, void *ctx)
+{
+	struct walk_syscalls w = { fn, ctx };
+
+	return map__walk(bpf_map__fd(c->skel->maps.syscall_stats), sizeof(struct lw_syscall_key),
+			 sizeof(struct lw_syscall_stats), syscall__visit, &w);
+}
+
+struct walk_probes {
+	probe_fn fn;
+	void *ctx;
+};
+
+static void probe__visit(const void *key, const void *value, void *ctx)
+{
+	struct walk_probes *w = ctx;
+
+	w->fn(key, value, w->ctx);
 }
 
 int collector__drain_probes(struct collector *c, probe_fn fn, void *ctx)
 {
-	int fd = bpf_map__fd(c->skel->maps.probe_stats), n = 0;
-	struct lw_probe_key key, *prev = NULL;
-	struct lw_probe_stats *st = malloc(sizeof(*st));
+	struct walk_probes w = { fn, ctx };
 
-	if (!st)
-		return -ENOMEM;
-	while (!bpf_map_get_next_key(fd, prev, &key)) {
-		if (!bpf_map_lookup_elem(fd, &key, st)) {
-			fn(&key, st, ctx);
-			n++;
-		}
-		prev = &key;
-	}
-	free(st);
-	return n;
+	return map__walk(bpf_map__fd(c->skel->maps.probe_stats), sizeof(struct lw_probe_key),
+			 sizeof(struct lw_probe_stats), probe__visit, &w);
 }

@@ -95,3 +95,29 @@ def tmpfile(suffix=".json"):
 def of_type(lines, kind, **match):
     return [l for l in lines if l.get("type") == kind and
             all(l.get(k) == v for k, v in match.items())]
+
+
+def run_traced(ctx, argv, *flags, settle=0.0, duration=60):
+    """Start a --go workload, attach `loopwatch --json -p PID` with flags, let it settle
+    (so loopwatch sees the loop first), send go, wait for both: (pid, lines)."""
+    w = Workload(argv)
+    lw = Loopwatch(ctx, "-p", w.pid, "-d", duration, *flags)
+    try:
+        lw.start()
+        if settle:
+            time.sleep(settle)
+        w.go()
+        w.wait()
+        lines = lw.stop()
+    finally:
+        w.kill()
+        lw.kill()
+    return w.pid, lines
+
+
+def load_truth(path):
+    """A workload's ground-truth JSON file, removed once read."""
+    with open(path) as f:
+        truth = json.load(f)
+    os.unlink(path)
+    return truth

@@ -1,16 +1,16 @@
 """Alerts: over --alert-ms only, rate-limited per process, and a program run with the
 facts in its environment, never through a shell."""
-import json
 import os
 import shutil
 import stat
 import subprocess
 import tempfile
 
-from lwtest import Loopwatch, Workload, of_type, tmpfile
+from lwtest import Loopwatch, Workload, load_truth, of_type, tmpfile
 
 
 def run(ctx, argv0, kinds, repeat, *flags):
+    """stallwork (or a copy of it) under loopwatch with --threshold 1: (truth, lines, stderr)"""
     out = tmpfile()
     w = Workload([argv0, out, kinds, str(repeat), "--go"])
     lw = Loopwatch(ctx, "-p", w.pid, "-d", 60, "--threshold", 1, *flags)
@@ -22,10 +22,7 @@ def run(ctx, argv0, kinds, repeat, *flags):
     finally:
         w.kill()
         lw.kill()
-    with open(out) as f:
-        truth = json.load(f)
-    os.unlink(out)
-    return truth, lines, lw.stderr
+    return load_truth(out), lines, lw.stderr
 
 
 def test_stall_over_alert_ms_alerts_and_a_small_one_does_not(ctx):

@@ -5,27 +5,16 @@ import signal
 import subprocess
 import time
 
-from lwtest import Loopwatch, Workload, close_enough, nearest_rank, of_type, tmpfile
+from lwtest import (Loopwatch, Workload, close_enough, load_truth, nearest_rank, of_type,
+                    run_traced, tmpfile)
 
 
 def run_loopwork(ctx, profiles, iterations, extra=()):
     """Run loopwork under `loopwatch -p PID`; return (ground truth, loopwatch lines)."""
     out = tmpfile()
-    w = Workload([ctx.workload("loopwork"), out, profiles, str(iterations), "--go"] +
-                 list(extra))
-    lw = Loopwatch(ctx, "-p", w.pid, "-d", 60)
-    try:
-        lw.start()
-        w.go()
-        w.wait()
-        lines = lw.stop()
-    finally:
-        w.kill()
-        lw.kill()
-    with open(out) as f:
-        truth = json.load(f)
-    os.unlink(out)
-    return truth, lines
+    _, lines = run_traced(ctx, [ctx.workload("loopwork"), out, profiles, str(iterations),
+                                "--go"] + list(extra))
+    return load_truth(out), lines
 
 
 def assert_matches_truth(summary, busy_ns):

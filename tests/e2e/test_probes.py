@@ -7,7 +7,7 @@ import signal
 import subprocess
 import time
 
-from lwtest import Loopwatch, Workload, of_type, tmpfile
+from lwtest import Loopwatch, Workload, load_truth, of_type, run_traced, tmpfile
 
 APPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "apps")
 CALLS = 10
@@ -15,19 +15,9 @@ PYENV_311 = os.path.expanduser("~/.pyenv/versions/3.11.7/bin/python3.11")
 
 
 def traced(ctx, argv, *flags):
-    """Run a workload that loops until 'go' under loopwatch -p; return its lines."""
-    w = Workload(argv)
-    lw = Loopwatch(ctx, "-p", w.pid, "-d", 60, *flags)
-    try:
-        lw.start()
-        time.sleep(1.0)  # a few loop iterations: loopwatch sees the loop, attaches probes
-        w.go()
-        w.wait()
-        lines = lw.stop()
-    finally:
-        w.kill()
-        lw.kill()
-    return w.pid, lines
+    """A workload that loops until 'go' under loopwatch -p: a second of loop iterations
+    first, so loopwatch sees the loop and attaches its probes before the work starts."""
+    return run_traced(ctx, argv, *flags, settle=1.0)
 
 
 def summary(lines, pid, probe):
@@ -41,9 +31,7 @@ def check_python_json(ctx, python, codec=()):
     out = tmpfile()
     pid, lines = traced(ctx, [python, os.path.join(APPS, "probe_json.py"), out, str(CALLS)]
                         + list(codec))
-    with open(out) as f:
-        truth = json.load(f)
-    os.unlink(out)
+    truth = load_truth(out)
     names = ("ujson.dumps", "ujson.loads") if codec else ("json.dumps", "json.loads")
     for name, key in zip(names, ("dumps_s", "loads_s")):
         s = summary(lines, pid, name)
@@ -85,9 +73,7 @@ def test_node_json_stringify_parse(ctx):
     out = tmpfile()
     pid, lines = traced(ctx, ["/usr/bin/node", os.path.join(APPS, "probe_json.js"), out,
                               str(CALLS)])
-    with open(out) as f:
-        truth = json.load(f)
-    os.unlink(out)
+    truth = load_truth(out)
     for name, key in (("JSON.stringify", "stringify_s"), ("JSON.parse", "parse_s")):
         s = summary(lines, pid, name)
         want_ms = sum(truth[key]) * 1000

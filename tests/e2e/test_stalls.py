@@ -1,12 +1,11 @@
 """Stalls and blocking calls, against a workload that injects each cause in its own
 named function and records every iteration's busy time and every call's duration."""
-import json
 import os
 import socket
 import subprocess
 import time
 
-from lwtest import Loopwatch, Workload, of_type, tmpfile
+from lwtest import Loopwatch, load_truth, of_type, run_traced, tmpfile
 
 APPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "apps")
 THRESHOLD_MS = 5  # below the default 10 so that a fast disk's fsync still stalls
@@ -29,20 +28,9 @@ def within(got, want, rel):
 
 def run_stallwork(ctx, kinds, repeat):
     out = tmpfile()
-    w = Workload([ctx.workload("stallwork"), out, kinds, str(repeat), "--go"])
-    lw = Loopwatch(ctx, "-p", w.pid, "-d", 60, "--threshold", THRESHOLD_MS)
-    try:
-        lw.start()
-        w.go()
-        w.wait()
-        lines = lw.stop()
-    finally:
-        w.kill()
-        lw.kill()
-    with open(out) as f:
-        truth = json.load(f)
-    os.unlink(out)
-    return truth, lines
+    _, lines = run_traced(ctx, [ctx.workload("stallwork"), out, kinds, str(repeat), "--go"],
+                          "--threshold", THRESHOLD_MS)
+    return load_truth(out), lines
 
 
 def frame_names(stack_frames):

@@ -8,19 +8,7 @@
 #include <string.h>
 #include "elfsym.h"
 
-static int passed, failed;
-
-#define CHECK(cond, ...)                                                     \
-	do {                                                                 \
-		if (cond) {                                                  \
-			passed++;                                            \
-		} else {                                                     \
-			failed++;                                            \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__);          \
-			printf(__VA_ARGS__);                                 \
-			printf("\n");                                        \
-		}                                                            \
-	} while (0)
+#include "check.h"
 
 /* CPython's Py_tp_call slot id (Include/typeslots.h) */
 #define PY_TP_CALL 50
@@ -92,6 +80,5 @@ int main(void)
 	test_spec_matches_symbols();
 	test_debian_stripped_json();
 	test_symbols_and_garbage();
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+	return check__report();
 }

@@ -4,19 +4,7 @@
 #include <string.h>
 #include "hist.h"
 
-static int passed, failed;
-
-#define CHECK(cond, ...)                                                     \
-	do {                                                                 \
-		if (cond) {                                                  \
-			passed++;                                            \
-		} else {                                                     \
-			failed++;                                            \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__);          \
-			printf(__VA_ARGS__);                                 \
-			printf("\n");                                        \
-		}                                                            \
-	} while (0)
+#include "check.h"
 
 static struct lw_hist h;
 
@@ -147,6 +135,5 @@ int main(void)
 	test_edges();
 	test_past_top();
 	test_percentiles();
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+	return check__report();
 }

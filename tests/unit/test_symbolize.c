@@ -28,19 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int passed, failed;
-
-#define CHECK(cond, ...)						\
-	do {								\
-		if (cond) {						\
-			passed++;					\
-		} else {						\
-			failed++;					\
-			printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-			printf(__VA_ARGS__);				\
-			printf("\n");					\
-		}							\
-	} while (0)
+#include "check.h"
 
 /* rotating buffers so one printf can show several frames */
 static const char *frame__str(const struct frame *f)
@@ -860,10 +848,8 @@ int main(void)
 	signal(SIGPIPE, SIG_IGN);
 	s = symbolizer__new();
 	CHECK(s != NULL, "symbolizer__new");
-	if (!s) {
-		printf("%d passed, %d failed\n", passed, failed);
-		return 1;
-	}
+	if (!s)
+		return check__report();
 	test_self(s);
 	test_libc(s);
 	test_python(s);
@@ -880,6 +866,5 @@ int main(void)
 	symbolizer__free(s);
 	symbolizer__free(NULL);
 
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+	return check__report();
 }
