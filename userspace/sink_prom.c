@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * The sink keeps its own book of series so that counters never go back:
- * every thread it has seen contributes (its counters now - a base) to the
- * series of its labels; when the thread leaves the model, or its labels
+ * every source it has seen (a loop thread, or the kernel's aggregate of one
+ * syscall in one process) contributes (its counters now - a base) to the
+ * series of its labels; when the source leaves the model, or its labels
  * change, or its kernel record restarts from zero, what it contributed so
  * far moves to the series' retired part and stays there.
  */
@@ -39,6 +40,9 @@ static const struct {
 };
 #define PROM_NBUCKETS (sizeof(prom_buckets) / sizeof(prom_buckets[0]))
 
+/* Loop series and syscall series: different labels, different families. */
+enum prom_kind { PROM_LOOP, PROM_SYSCALL };
+
 /* Everything a series exports, all monotonic. */
 struct prom_counts {
 	__u64 le[PROM_NBUCKETS];	/* cumulative */
@@ -47,27 +51,37 @@ struct prom_counts {
 	__u64 idle_ns;
 	__u64 iterations;
 	__u64 stalls;
+	__u64 blocked_ns;		/* syscall series: asleep inside the syscall */
+	__u64 blocked_calls;		/* syscall series: invocations that slept */
 };
 
 struct prom_series {
+	enum prom_kind kind;
 	char *labels;			/* rendered and escaped: comm="..",exe="..",... */
-	struct prom_counts retired;	/* left behind by threads no longer counted live */
+	struct prom_counts retired;	/* left behind by sources no longer counted live */
 	struct prom_counts total;	/* retired + live contributions, at the last fold */
 	int live;			/* attached threads that have not exited */
 	double dead_since;		/* when live fell to 0; < 0 while alive */
 	struct prom_series *hash_next;
 };
 
-struct prom_thread {
-	__u32 tid;
-	__u64 start_ns;
+struct prom_source {
+	enum prom_kind kind;
+	__u32 id;		/* a loop thread's tid, a syscall aggregate's pid */
+	__u64 start_ns;		/* a loop thread's start: tids are reused */
+	char syscall[REPORT_NAME_LEN];
+	/*
+	 * A syscall aggregate's process name: the kernel keys them by pid alone,
+	 * so another name under the same pid is another process.
+	 */
+	char comm[LW_COMM_LEN];
 	struct prom_series *series;
 	struct prom_counts base;
 	struct prom_counts last;
 	bool exited;
 	bool seen;
 	bool dropped;		/* its series went after the grace period: never again */
-	struct prom_thread *hash_next;
+	struct prom_source *hash_next;
 };
 
 struct sink_prom {
@@ -77,7 +91,7 @@ struct sink_prom {
 	double last_write_s;
 	__u64 events_dropped;
 	__u64 loops_full;
-	struct prom_thread *threads[PROM_HASH];
+	struct prom_source *sources[PROM_HASH];
 	struct prom_series *series[PROM_HASH];
 	size_t nseries;
 	size_t nlive_threads;
@@ -87,6 +101,7 @@ static void counts__from_thread(struct prom_counts *c, const struct loop_thread 
 {
 	const struct lw_hist *h = &t->snap.busy_hist;
 
+	memset(c, 0, sizeof(*c));
 	for (size_t i = 0; i < PROM_NBUCKETS; i++)
 		c->le[i] = hist__count_le(h, prom_buckets[i].ns);
 	c->count = hist__count(h);
@@ -107,6 +122,8 @@ static void counts__add_diff(struct prom_counts *dst, const struct prom_counts *
 	dst->idle_ns += a->idle_ns - b->idle_ns;
 	dst->iterations += a->iterations - b->iterations;
 	dst->stalls += a->stalls - b->stalls;
+	dst->blocked_ns += a->blocked_ns - b->blocked_ns;
+	dst->blocked_calls += a->blocked_calls - b->blocked_calls;
 }
 
 /* true if any counter of now is below before: the kernel record started over */
@@ -118,7 +135,8 @@ static bool counts__went_back(const struct prom_counts *now, const struct prom_c
 	}
 	return now->count < before->count || now->busy_ns < before->busy_ns ||
 	       now->idle_ns < before->idle_ns || now->iterations < before->iterations ||
-	       now->stalls < before->stalls;
+	       now->stalls < before->stalls || now->blocked_ns < before->blocked_ns ||
+	       now->blocked_calls < before->blocked_calls;
 }
 
 static unsigned int str__hash(const char *s)
@@ -241,37 +259,66 @@ bool cgroup__container_id(const char *cgroup, char *id, size_t len)
 	return true;
 }
 
+static void strbuf__label_u32(struct strbuf *sb, const char *name, __u32 value)
+{
+	char num[16];
+
+	snprintf(num, sizeof(num), "%u", value);
+	strbuf__label(sb, name, num);
+}
+
+/* The labels every family shares: both kinds of series join on them. */
+static void strbuf__process(struct strbuf *sb, const char *comm, const char *exe,
+			    const char *cgroup)
+{
+	char id[65];
+
+	strbuf__label(sb, "comm", comm);
+	strbuf__label(sb, "exe", exe);
+	strbuf__label(sb, "cgroup", cgroup);
+	if (cgroup__container_id(cgroup, id, sizeof(id)))
+		strbuf__label(sb, "container_id", id);
+}
+
 static void labels__build(char *buf, size_t len, const struct loop_thread *t, bool per_pid)
 {
 	struct strbuf sb = { buf, len, 0 };
-	char id[65], num[16];
 
 	buf[0] = '\0';
-	strbuf__label(&sb, "comm", t->comm);
-	strbuf__label(&sb, "exe", t->exe);
-	strbuf__label(&sb, "cgroup", t->cgroup);
-	if (cgroup__container_id(t->cgroup, id, sizeof(id)))
-		strbuf__label(&sb, "container_id", id);
+	strbuf__process(&sb, t->comm, t->exe, t->cgroup);
 	if (!per_pid)
 		return;
-	snprintf(num, sizeof(num), "%u", t->pid);
-	strbuf__label(&sb, "pid", num);
-	snprintf(num, sizeof(num), "%u", t->tid);
-	strbuf__label(&sb, "tid", num);
+	strbuf__label_u32(&sb, "pid", t->pid);
+	strbuf__label_u32(&sb, "tid", t->tid);
 }
 
-static struct prom_series *series__get(struct sink_prom *sp, const char *labels)
+/* t: a loop thread of the same process, for exe and cgroup; NULL when none is known */
+static void labels__syscall(char *buf, size_t len, const struct syscall_agg *a,
+			    const struct loop_thread *t, bool per_pid)
+{
+	struct strbuf sb = { buf, len, 0 };
+
+	buf[0] = '\0';
+	strbuf__label(&sb, "syscall", a->name);
+	strbuf__process(&sb, a->comm, t ? t->exe : "", t ? t->cgroup : "");
+	if (per_pid)
+		strbuf__label_u32(&sb, "pid", a->pid);
+}
+
+static struct prom_series *series__get(struct sink_prom *sp, enum prom_kind kind,
+				       const char *labels)
 {
 	unsigned int h = str__hash(labels);
 	struct prom_series *s;
 
 	for (s = sp->series[h]; s; s = s->hash_next) {
-		if (!strcmp(s->labels, labels))
+		if (s->kind == kind && !strcmp(s->labels, labels))
 			return s;
 	}
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;
+	s->kind = kind;
 	s->labels = strdup(labels);
 	if (!s->labels) {
 		free(s);
@@ -284,81 +331,204 @@ static struct prom_series *series__get(struct sink_prom *sp, const char *labels)
 	return s;
 }
 
-static struct prom_thread *thread__get(struct sink_prom *sp, const struct loop_thread *t)
+static struct prom_source *source__new(struct sink_prom *sp, unsigned int h,
+				       enum prom_kind kind, __u32 id)
 {
-	unsigned int h = t->tid % PROM_HASH;
-	struct prom_thread *pt;
+	struct prom_source *ps = calloc(1, sizeof(*ps));
 
-	for (pt = sp->threads[h]; pt; pt = pt->hash_next) {
-		if (pt->tid == t->tid && pt->start_ns == t->start_ns)
-			return pt;
-	}
-	pt = calloc(1, sizeof(*pt));
-	if (!pt)
+	if (!ps)
 		return NULL;
-	pt->tid = t->tid;
-	pt->start_ns = t->start_ns;
-	pt->hash_next = sp->threads[h];
-	sp->threads[h] = pt;
-	return pt;
+	ps->kind = kind;
+	ps->id = id;
+	ps->hash_next = sp->sources[h];
+	sp->sources[h] = ps;
+	return ps;
 }
 
-/* Whatever the thread added to its series so far stays there for good. */
-static void thread__retire(struct prom_thread *pt)
+static struct prom_source *thread__source(struct sink_prom *sp, const struct loop_thread *t)
 {
-	if (pt->series)
-		counts__add_diff(&pt->series->retired, &pt->last, &pt->base);
-	pt->base = pt->last;
+	unsigned int h = t->tid % PROM_HASH;
+	struct prom_source *ps;
+
+	for (ps = sp->sources[h]; ps; ps = ps->hash_next) {
+		if (ps->kind == PROM_LOOP && ps->id == t->tid && ps->start_ns == t->start_ns)
+			return ps;
+	}
+	ps = source__new(sp, h, PROM_LOOP, t->tid);
+	if (ps)
+		ps->start_ns = t->start_ns;
+	return ps;
+}
+
+static struct prom_source *syscall__source(struct sink_prom *sp, const struct syscall_agg *a)
+{
+	unsigned int h = (a->pid ^ str__hash(a->name)) % PROM_HASH;
+	struct prom_source *ps;
+
+	for (ps = sp->sources[h]; ps; ps = ps->hash_next) {
+		if (ps->kind == PROM_SYSCALL && ps->id == a->pid &&
+		    !strcmp(ps->syscall, a->name) && !strcmp(ps->comm, a->comm))
+			return ps;
+	}
+	ps = source__new(sp, h, PROM_SYSCALL, a->pid);
+	if (ps) {
+		snprintf(ps->syscall, sizeof(ps->syscall), "%s", a->name);
+		snprintf(ps->comm, sizeof(ps->comm), "%s", a->comm);
+	}
+	return ps;
+}
+
+/* Whatever the source added to its series so far stays there for good. */
+static void source__retire(struct prom_source *ps)
+{
+	if (ps->series)
+		counts__add_diff(&ps->series->retired, &ps->last, &ps->base);
+	ps->base = ps->last;
+}
+
+static void source__fold(struct sink_prom *sp, struct prom_source *ps, const char *labels,
+			 const struct prom_counts *now, bool exited)
+{
+	static struct prom_counts zero;
+	struct prom_series *s;
+
+	ps->seen = true;
+	ps->exited = exited;
+	if (ps->dropped)
+		return;
+	s = series__get(sp, ps->kind, labels);
+	if (!s)
+		return;
+	if (counts__went_back(now, &ps->last)) {
+		/* the kernel record was recreated: its counts start from zero again */
+		source__retire(ps);
+		ps->base = ps->last = zero;
+	}
+	if (ps->series != s) {
+		/* a new source, or a renamed one: it counts in the new series from here */
+		source__retire(ps);
+		ps->series = s;
+	}
+	ps->last = *now;
 }
 
 static void thread__fold(struct sink_prom *sp, const struct loop_thread *t)
 {
-	static struct prom_counts zero;
 	char labels[PROM_LABELS_LEN];
-	struct prom_thread *pt = thread__get(sp, t);
-	struct prom_series *s;
+	struct prom_source *ps = thread__source(sp, t);
 	struct prom_counts now;
 
-	if (!pt)
-		return;
-	pt->seen = true;
-	pt->exited = t->exited;
-	if (pt->dropped)
+	if (!ps)
 		return;
 	labels__build(labels, sizeof(labels), t, sp->per_pid);
-	s = series__get(sp, labels);
-	if (!s)
-		return;
 	counts__from_thread(&now, t);
-	if (counts__went_back(&now, &pt->last)) {
-		/* the kernel record was recreated: its counts start from zero again */
-		thread__retire(pt);
-		pt->base = pt->last = zero;
-	}
-	if (pt->series != s) {
-		/* a new thread, or a renamed one: it counts in the new series from here */
-		thread__retire(pt);
-		pt->series = s;
-	}
-	pt->last = now;
+	source__fold(sp, ps, labels, &now, t->exited);
 }
 
-static void thread__free_unseen(struct sink_prom *sp)
+static int thread__cmp_pid(const void *a, const void *b)
+{
+	const struct loop_thread *x = *(struct loop_thread *const *)a;
+	const struct loop_thread *y = *(struct loop_thread *const *)b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	/* live threads first: their exe and cgroup are the process's current ones */
+	return (int)x->exited - (int)y->exited;
+}
+
+/*
+ * The loop thread that names a syscall aggregate's process: one with its pid,
+ * preferably of the same name (an exited process whose pid was reused may
+ * still be in the model), preferably alive. v is sorted by thread__cmp_pid.
+ */
+static const struct loop_thread *threads__of_process(struct loop_thread **v, size_t n,
+						     const struct syscall_agg *a)
+{
+	const struct loop_thread *any = NULL;
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid]->pid < a->pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i < n && v[i]->pid == a->pid; i++) {
+		if (!strcmp(v[i]->comm, a->comm))
+			return v[i];
+		if (!any)
+			any = v[i];
+	}
+	return any;
+}
+
+static void syscall__fold(struct sink_prom *sp, const struct syscall_agg *a,
+			  struct loop_thread **by_pid, size_t n)
+{
+	const struct loop_thread *t = threads__of_process(by_pid, n, a);
+	struct prom_source *ps = syscall__source(sp, a);
+	char labels[PROM_LABELS_LEN];
+	struct prom_counts now = {};
+
+	if (!ps)
+		return;
+	/*
+	 * The kernel keeps the aggregate after the process is gone, the model
+	 * forgets its threads sooner: without a thread to ask, the labels stay
+	 * those it counted under, or the series would move to exe="".
+	 */
+	if (!t && ps->series)
+		snprintf(labels, sizeof(labels), "%s", ps->series->labels);
+	else
+		labels__syscall(labels, sizeof(labels), a, t, sp->per_pid);
+	now.blocked_ns = a->total_ns;
+	now.blocked_calls = a->count;
+	source__fold(sp, ps, labels, &now, !t || t->exited);
+}
+
+static void syscalls__fold(struct sink_prom *sp, const struct model *m)
+{
+	struct loop_thread **by_pid = NULL;
+
+	if (!m->nsyscalls)
+		return;
+	/*
+	 * Without the index every aggregate is still folded (known ones keep
+	 * their labels): one left unseen would be retired, then counted again
+	 * in full when it is next seen.
+	 */
+	if (m->nthreads)
+		by_pid = malloc(m->nthreads * sizeof(*by_pid));
+	if (by_pid) {
+		memcpy(by_pid, m->threads, m->nthreads * sizeof(*by_pid));
+		qsort(by_pid, m->nthreads, sizeof(*by_pid), thread__cmp_pid);
+	}
+	for (size_t i = 0; i < m->nsyscalls; i++)
+		syscall__fold(sp, &m->syscalls[i], by_pid, by_pid ? m->nthreads : 0);
+	free(by_pid);
+}
+
+static void source__free_unseen(struct sink_prom *sp)
 {
 	for (unsigned int h = 0; h < PROM_HASH; h++) {
-		struct prom_thread **pp = &sp->threads[h];
+		struct prom_source **pp = &sp->sources[h];
 
 		while (*pp) {
-			struct prom_thread *pt = *pp;
+			struct prom_source *ps = *pp;
 
-			if (pt->seen) {
-				pp = &pt->hash_next;
+			if (ps->seen) {
+				pp = &ps->hash_next;
 				continue;
 			}
-			/* gone from the model: its counters can only be kept as retired */
-			thread__retire(pt);
-			*pp = pt->hash_next;
-			free(pt);
+			/*
+			 * Gone from the model, or evicted from the kernel's LRU:
+			 * its counters can only be kept as retired.
+			 */
+			source__retire(ps);
+			*pp = ps->hash_next;
+			free(ps);
 		}
 	}
 }
@@ -373,14 +543,15 @@ static void series__sum(struct sink_prom *sp, double now_s)
 	}
 	sp->nlive_threads = 0;
 	for (unsigned int h = 0; h < PROM_HASH; h++) {
-		for (struct prom_thread *pt = sp->threads[h]; pt; pt = pt->hash_next) {
-			if (!pt->series)
+		for (struct prom_source *ps = sp->sources[h]; ps; ps = ps->hash_next) {
+			if (!ps->series)
 				continue;
-			counts__add_diff(&pt->series->total, &pt->last, &pt->base);
-			if (!pt->exited) {
-				pt->series->live++;
+			counts__add_diff(&ps->series->total, &ps->last, &ps->base);
+			if (ps->exited)
+				continue;
+			ps->series->live++;
+			if (ps->kind == PROM_LOOP)
 				sp->nlive_threads++;
-			}
 		}
 	}
 	for (unsigned int h = 0; h < PROM_HASH; h++) {
@@ -398,10 +569,10 @@ static void series__drop(struct sink_prom *sp, struct prom_series *victim)
 	struct prom_series **pp = &sp->series[str__hash(victim->labels)];
 
 	for (unsigned int h = 0; h < PROM_HASH; h++) {
-		for (struct prom_thread *pt = sp->threads[h]; pt; pt = pt->hash_next) {
-			if (pt->series == victim) {
-				pt->series = NULL;
-				pt->dropped = true;
+		for (struct prom_source *ps = sp->sources[h]; ps; ps = ps->hash_next) {
+			if (ps->series == victim) {
+				ps->series = NULL;
+				ps->dropped = true;
 			}
 		}
 	}
@@ -451,12 +622,13 @@ static void series__expire(struct sink_prom *sp, double now_s)
 static void sink_prom__fold(struct sink_prom *sp, const struct model *m, double now_s)
 {
 	for (unsigned int h = 0; h < PROM_HASH; h++) {
-		for (struct prom_thread *pt = sp->threads[h]; pt; pt = pt->hash_next)
-			pt->seen = false;
+		for (struct prom_source *ps = sp->sources[h]; ps; ps = ps->hash_next)
+			ps->seen = false;
 	}
 	for (size_t i = 0; i < m->nthreads; i++)
 		thread__fold(sp, m->threads[i]);
-	thread__free_unseen(sp);
+	syscalls__fold(sp, m);
+	source__free_unseen(sp);
 	series__sum(sp, now_s);
 	series__expire(sp, now_s);
 }
@@ -470,7 +642,7 @@ static int series__cmp(const void *a, const void *b)
 }
 
 /* Stable output order makes successive files diffable. */
-static struct prom_series **series__sorted(struct sink_prom *sp, size_t *n)
+static struct prom_series **series__sorted(struct sink_prom *sp, enum prom_kind kind, size_t *n)
 {
 	struct prom_series **v = calloc(sp->nseries + 1, sizeof(*v));
 	size_t k = 0;
@@ -479,8 +651,10 @@ static struct prom_series **series__sorted(struct sink_prom *sp, size_t *n)
 	if (!v)
 		return NULL;
 	for (unsigned int h = 0; h < PROM_HASH; h++) {
-		for (struct prom_series *s = sp->series[h]; s && k < sp->nseries; s = s->hash_next)
-			v[k++] = s;
+		for (struct prom_series *s = sp->series[h]; s && k < sp->nseries; s = s->hash_next) {
+			if (s->kind == kind)
+				v[k++] = s;
+		}
 	}
 	qsort(v, k, sizeof(*v), series__cmp);
 	*n = k;
@@ -521,7 +695,7 @@ static void family__histogram(FILE *out, struct prom_series **v, size_t n)
 	}
 }
 
-enum prom_field { F_BUSY, F_IDLE, F_ITERATIONS, F_STALLS };
+enum prom_field { F_BUSY, F_IDLE, F_ITERATIONS, F_STALLS, F_BLOCKED, F_BLOCKED_CALLS };
 
 static void family__counter(FILE *out, struct prom_series **v, size_t n, const char *name,
 			    enum prom_field f, const char *help)
@@ -543,6 +717,12 @@ static void family__counter(FILE *out, struct prom_series **v, size_t n, const c
 			break;
 		case F_STALLS:
 			fprintf(out, "%llu", (unsigned long long)c->stalls);
+			break;
+		case F_BLOCKED:
+			seconds__print(out, c->blocked_ns);
+			break;
+		case F_BLOCKED_CALLS:
+			fprintf(out, "%llu", (unsigned long long)c->blocked_calls);
 			break;
 		}
 		fputc('\n', out);
@@ -581,7 +761,7 @@ void sink_prom__render(struct sink_prom *sp, const struct model *m, double now_s
 	size_t n;
 
 	sink_prom__fold(sp, m, now_s);
-	v = series__sorted(sp, &n);
+	v = series__sorted(sp, PROM_LOOP, &n);
 	family__histogram(out, v, n);
 	family__counter(out, v, n, "loopwatch_loop_busy_seconds_total", F_BUSY,
 			"Time event loops spent between wait calls (handling events).");
@@ -592,8 +772,17 @@ void sink_prom__render(struct sink_prom *sp, const struct model *m, double now_s
 			"by another).");
 	family__counter(out, v, n, "loopwatch_stalls_total", F_STALLS,
 			"Loop iterations at or over the stall threshold (--threshold).");
-	family__self(out, sp);
 	free(v);
+	v = series__sorted(sp, PROM_SYSCALL, &n);
+	family__counter(out, v, n, "loopwatch_blocking_syscall_seconds_total", F_BLOCKED,
+			"Time loop threads slept inside a syscall while handling events "
+			"(between two wait calls), per process and syscall; page_fault is a "
+			"sleep outside any syscall.");
+	family__counter(out, v, n, "loopwatch_blocking_syscalls_total", F_BLOCKED_CALLS,
+			"Syscall invocations that put a loop thread to sleep while handling "
+			"events, per process and syscall.");
+	free(v);
+	family__self(out, sp);
 }
 
 static double clock__mono(void)
@@ -726,11 +915,11 @@ void sink_prom__close(struct sink_prom *sp)
 	if (!sp)
 		return;
 	for (unsigned int h = 0; h < PROM_HASH; h++) {
-		while (sp->threads[h]) {
-			struct prom_thread *pt = sp->threads[h];
+		while (sp->sources[h]) {
+			struct prom_source *ps = sp->sources[h];
 
-			sp->threads[h] = pt->hash_next;
-			free(pt);
+			sp->sources[h] = ps->hash_next;
+			free(ps);
 		}
 		while (sp->series[h]) {
 			struct prom_series *s = sp->series[h];

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * Prometheus text exposition of the model, for node_exporter's textfile
- * collector. Counters stay monotonic for loopwatch's lifetime: a thread that
- * exits (or leaves the model) keeps its share in the series it counted in.
+ * collector: loop threads, and the per-(process, syscall) blocked time the
+ * kernel aggregates. Counters stay monotonic for loopwatch's lifetime: a
+ * thread that exits (or leaves the model), or a syscall aggregate the kernel
+ * evicts, keeps its share in the series it counted in.
  */
 #ifndef LOOPWATCH_SINK_PROM_H
 #define LOOPWATCH_SINK_PROM_H

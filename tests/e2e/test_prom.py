@@ -281,6 +281,144 @@ def test_prom_counters_keep_exited_processes(ctx):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+# stallwork's kinds and the syscall each sleeps in: nanosleep(2) is clock_nanosleep
+# in glibc, a contended pthread mutex waits in futex
+SYSCALL_OF_KIND = {"sleep": "clock_nanosleep", "mutex": "futex"}
+# 12 quiet 40 ms iterations (2 ms of CPU each, no syscall sleeps) first: the model
+# reads exe and cgroup when it first sees a loop thread, and the injected calls
+# alone are over in ~0.2 s, gone before loopwatch's next drain on a busy machine
+PREROLL = "small,small,small,small,"
+
+
+def blocked_ns_by_kind(truth):
+    """The workload's own timing of its injected blocking calls, summed by kind."""
+    total = {}
+    for r in truth["records"]:
+        if r["kind"] in SYSCALL_OF_KIND:
+            total[r["kind"]] = total.get(r["kind"], 0) + r["call_ns"]
+    return total
+
+
+def assert_blocking_syscalls_match(samples, labels, truth, repeat, what):
+    """Per syscall: one blocked call per injected one, blocked time within 5 % of
+    what the workload timed around the call."""
+    for kind, call_ns in blocked_ns_by_kind(truth).items():
+        name = SYSCALL_OF_KIND[kind]
+        calls = one(samples, "loopwatch_blocking_syscalls_total", syscall=name, **labels)[1]
+        secs = one(samples, "loopwatch_blocking_syscall_seconds_total", syscall=name,
+                   **labels)[1]
+        assert calls == repeat, "%s: %d blocked %s calls, the workload made %d" % (
+            what, calls, name, repeat)
+        assert abs(secs - call_ns / 1e9) <= 0.05 * call_ns / 1e9, \
+            "%s: %s blocked %.4f s, the workload timed %.4f s" % (what, name, secs,
+                                                                 call_ns / 1e9)
+
+
+def test_prom_blocking_syscalls_match_workload_ground_truth(ctx):
+    """3 nanosleeps of 30 ms and 3 waits of 20 ms on a held mutex: 3 clock_nanosleep
+    and 3 futex calls with the workload's timed durations within 5 %, labelled like the
+    process's loop series (pid too, but no tid, with --prom-per-pid); promtool passes."""
+    tmp = tempfile.mkdtemp(prefix="loopwatch-prom-")
+    out = tmpfile()
+    repeat = 3
+    w = Workload([ctx.workload("stallwork"), out, PREROLL + "sleep,mutex", str(repeat),
+                  "--go"])
+    agg = PromLoopwatch(ctx, os.path.join(tmp, "agg"), "-p", w.pid, interval=0.1)
+    per = PromLoopwatch(ctx, os.path.join(tmp, "per"), "-p", w.pid, "--prom-per-pid",
+                        interval=0.1)
+    try:
+        os.mkdir(os.path.join(tmp, "agg"))
+        os.mkdir(os.path.join(tmp, "per"))
+        agg.start()
+        per.start()
+        w.go()
+        w.wait()
+        agg.stop()
+        per.stop()
+        truth = ground_truth(out)
+        exe = os.path.realpath(ctx.workload("stallwork"))
+
+        samples = read_metrics(agg.path)
+        loop, _ = one(samples, "loopwatch_loop_iterations_total", comm="stallwork", exe=exe)
+        assert "pid" not in loop, loop
+        assert_blocking_syscalls_match(samples, loop, truth, repeat, "aggregate")
+        for name, labels, _ in samples:
+            if name.startswith("loopwatch_blocking_syscall"):
+                assert set(labels) == set(loop) | {"syscall"}, \
+                    "%s: labels %s, the loop's %s" % (name, labels, loop)
+
+        samples = read_metrics(per.path)
+        loop, _ = one(samples, "loopwatch_loop_iterations_total", comm="stallwork", exe=exe,
+                      pid=str(truth["pid"]), tid=str(truth["tid"]))
+        process = {k: v for k, v in loop.items() if k != "tid"}
+        assert_blocking_syscalls_match(samples, process, truth, repeat, "per pid")
+        assert not [l for n, l, _ in samples
+                    if n.startswith("loopwatch_blocking_syscall") and "tid" in l], \
+            "a tid label on a per-process aggregate"
+        for path in (agg.path, per.path):
+            promtool_check_metrics(path)
+    finally:
+        w.kill()
+        agg.kill()
+        per.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_prom_blocking_syscalls_keep_exited_processes(ctx):
+    """Two processes of one program, one after the other, each 3 nanosleeps: one
+    clock_nanosleep series that reaches 6 and, in every file written meanwhile,
+    never goes back."""
+    tmp = tempfile.mkdtemp(prefix="loopwatch-prom-")
+    # a name of its own: other runs of stallwork on the machine must not count here
+    comm = "lwsys%06x" % (os.getpid() & 0xffffff)
+    exe = os.path.join(tmp, "bin", comm)
+    os.mkdir(os.path.dirname(exe))
+    shutil.copy(ctx.workload("stallwork"), exe)
+    lw = PromLoopwatch(ctx, tmp, "--comm", comm, "-d", 60, interval=0.1)
+    want_calls, want_ns, w = 0, 0, None
+    seen = {"loopwatch_blocking_syscalls_total": 0,
+            "loopwatch_blocking_syscall_seconds_total": 0}
+
+    def values(samples):
+        """(calls, seconds) of the one clock_nanosleep series; never below the last."""
+        for name in seen:
+            found = select(samples, name, syscall="clock_nanosleep", comm=comm)
+            assert len(found) <= 1, "more than one series: %s" % found
+            v = found[0][1] if found else 0
+            assert v >= seen[name], "%s went back from %g to %g" % (name, seen[name], v)
+            seen[name] = v
+        return (seen["loopwatch_blocking_syscalls_total"],
+                seen["loopwatch_blocking_syscall_seconds_total"])
+
+    try:
+        lw.start()
+        for _ in range(2):
+            out = tmpfile()
+            w = Workload([exe, out, PREROLL + "sleep", "3", "--go"])
+            w.go()
+            w.wait()
+            want_calls += 3
+            want_ns += blocked_ns_by_kind(ground_truth(out))["sleep"]
+            deadline = time.time() + 15
+            while values(read_metrics(lw.path))[0] < want_calls and time.time() < deadline:
+                time.sleep(0.05)
+        lw.stop(signal.SIGTERM)
+        samples = read_metrics(lw.path)
+        calls, secs = values(samples)
+        assert calls == want_calls, "%d calls vs %d" % (calls, want_calls)
+        assert abs(secs - want_ns / 1e9) <= 0.05 * want_ns / 1e9, \
+            "%.4f s vs %.4f s" % (secs, want_ns / 1e9)
+        labels, _ = one(samples, "loopwatch_blocking_syscalls_total", syscall="clock_nanosleep",
+                        comm=comm)
+        assert labels["exe"] == exe, labels
+        promtool_check_metrics(lw.path)
+    finally:
+        if w:
+            w.kill()
+        lw.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 HOSTILE = r'''
 import ctypes, select, sys
 ctypes.CDLL(None).prctl(15, b'a"b\\c\xffd\xc3\xa9', 0, 0, 0)

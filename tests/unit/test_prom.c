@@ -1,11 +1,14 @@
 /*
  * The Prometheus sink on hand-built models: exact le buckets, escaping,
  * aggregation, counters that never go back (exit, rename, kernel record
- * restart), the per-pid grace period and container ids from cgroup paths.
+ * restart, LRU eviction, pid reuse), the per-pid grace period, blocking
+ * syscalls labelled like their process's loops, and container ids from
+ * cgroup paths.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include "model.h"
 #include "sink_prom.h"
 
@@ -300,6 +303,173 @@ static void test_container_id(void)
 				    "0123456789abcdef0", got, sizeof(got)), "65 digits is no id");
 }
 
+/* One kernel aggregate of (pid, syscall nr) in the next drain of the model. */
+static void syscall__add(struct model *m, __u32 pid, const char *comm, int nr, __u64 count,
+			 __u64 total_ns)
+{
+	static struct lw_syscall_stats st;
+	struct lw_syscall_key key = { .pid = pid, .nr = nr };
+
+	memset(&st, 0, sizeof(st));
+	snprintf(st.comm, sizeof(st.comm), "%s", comm);
+	st.count = count;
+	st.total_ns = total_ns;
+	st.max_ns = count ? total_ns / count : 0;
+	st.hist.counts[lw_hist_bucket(st.max_ns)] = count;
+	model__add_syscall(m, &key, &st);
+}
+
+#define SC(name, syscall, labels) name "{syscall=\"" syscall "\"," labels "}"
+#define CALLS(syscall, labels) SC("loopwatch_blocking_syscalls_total", syscall, labels)
+#define SECS(syscall, labels) SC("loopwatch_blocking_syscall_seconds_total", syscall, labels)
+#define NOLBL "comm=\"server\",exe=\"\",cgroup=\"\""
+
+static void test_syscalls_labelled_like_their_loops(void)
+{
+	const __u64 busy[] = { 2000000 };
+	struct model *m = model__new();
+	struct sink_prom *agg = sink_prom__open(NULL, false, NULL, 0);
+	struct sink_prom *per = sink_prom__open(NULL, true, NULL, 0);
+	char *text;
+
+	model__ingest(m, record(FAKE_PID, FAKE_PID + 3, busy, 1));
+	model__ingest(m, record(FAKE_PID + 1, FAKE_PID + 1, busy, 1));
+	thread__label(m, FAKE_PID + 3);
+	thread__label(m, FAKE_PID + 1);
+	model__clear_syscalls(m);
+	syscall__add(m, FAKE_PID, "server", SYS_clock_nanosleep, 3, 90000000);
+	syscall__add(m, FAKE_PID, "server", SYS_futex, 2, 40000001);
+	syscall__add(m, FAKE_PID + 1, "server", SYS_clock_nanosleep, 2, 60000000);
+	/* a process whose loop thread the model has not seen (yet, or any more) */
+	syscall__add(m, FAKE_PID + 2, "server", SYS_read, 1, 5000000);
+	model__sort_syscalls(m);
+
+	text = render(agg, m, 0);
+	CHECK(sample(text, CALLS("clock_nanosleep", LBL)) == 5,
+	      "two processes of one program sum up:\n%s", text);
+	CHECK(strstr(text, SECS("clock_nanosleep", LBL) " 0.150000000\n"),
+	      "blocked time in exact seconds");
+	CHECK(sample(text, CALLS("futex", LBL)) == 2, "another syscall, another series");
+	CHECK(strstr(text, SECS("futex", LBL) " 0.040000001\n"), "futex seconds");
+	CHECK(sample(text, CALLS("read", NOLBL)) == 1, "no loop thread: empty exe and cgroup");
+	CHECK(strstr(text, "# TYPE loopwatch_blocking_syscall_seconds_total counter\n") &&
+	      strstr(text, "# TYPE loopwatch_blocking_syscalls_total counter\n") &&
+	      strstr(text, "# HELP loopwatch_blocking_syscalls_total "), "HELP and TYPE");
+	CHECK(sample(text, "loopwatch_loop_threads_tracked") == 2,
+	      "syscall aggregates are not loop threads");
+	CHECK(!strstr(text, "loopwatch_loop_iterations_total{syscall="),
+	      "syscall series only in the syscall families");
+	CHECK(!strstr(text, "loopwatch_blocking_syscalls_total{comm="),
+	      "loop series only in the loop families");
+	free(text);
+
+	text = render(per, m, 0);
+	CHECK(sample(text, CALLS("clock_nanosleep", LBL ",pid=\"4190000\"")) == 3,
+	      "per pid: pid but no tid (the kernel sums a process's threads):\n%s", text);
+	CHECK(sample(text, CALLS("clock_nanosleep", LBL ",pid=\"4190001\"")) == 2,
+	      "per pid: the other process");
+	free(text);
+	sink_prom__close(agg);
+	sink_prom__close(per);
+	model__free(m);
+}
+
+static void test_syscalls_monotonic(void)
+{
+	const __u64 busy[] = { 2000000 };
+	struct model *m = model__new();
+	struct sink_prom *sp = sink_prom__open(NULL, false, NULL, 0);
+	struct loop_thread *t;
+	char *text;
+
+	model__ingest(m, record(FAKE_PID, FAKE_PID, busy, 1));
+	thread__label(m, FAKE_PID);
+	model__clear_syscalls(m);
+	syscall__add(m, FAKE_PID, "server", SYS_clock_nanosleep, 3, 90000000);
+	free(render(sp, m, 0));
+
+	/* the kernel's LRU evicted the entry: what it counted stays */
+	model__clear_syscalls(m);
+	text = render(sp, m, 1);
+	CHECK(sample(text, CALLS("clock_nanosleep", LBL)) == 3, "evicted: kept:\n%s", text);
+	free(text);
+
+	/* the entry comes back from zero: counted on top */
+	syscall__add(m, FAKE_PID, "server", SYS_clock_nanosleep, 1, 30000000);
+	text = render(sp, m, 2);
+	CHECK(sample(text, CALLS("clock_nanosleep", LBL)) == 4, "recreated: on top:\n%s", text);
+	CHECK(strstr(text, SECS("clock_nanosleep", LBL) " 0.120000000\n"), "seconds on top");
+	free(text);
+	model__clear_syscalls(m);
+	syscall__add(m, FAKE_PID, "server", SYS_clock_nanosleep, 2, 60000000);
+	text = render(sp, m, 3);
+	CHECK(sample(text, CALLS("clock_nanosleep", LBL)) == 5, "then grows by its delta");
+	free(text);
+
+	/* evicted and recreated between two writes, now below the last value */
+	model__clear_syscalls(m);
+	syscall__add(m, FAKE_PID, "server", SYS_clock_nanosleep, 1, 30000000);
+	text = render(sp, m, 4);
+	CHECK(sample(text, CALLS("clock_nanosleep", LBL)) == 6, "went back: on top:\n%s", text);
+	free(text);
+
+	/*
+	 * The process exits and the model forgets its thread; the kernel keeps
+	 * the aggregate: the series keeps its labels instead of moving to exe="".
+	 */
+	t = thread__find(m, FAKE_PID);
+	model__forget(m, FAKE_PID);
+	free(t);
+	text = render(sp, m, 5);
+	CHECK(sample(text, CALLS("clock_nanosleep", LBL)) == 6, "labels kept:\n%s", text);
+	CHECK(sample(text, CALLS("clock_nanosleep", NOLBL)) == -1, "no exe=\"\" series");
+	free(text);
+
+	/* its pid is reused by another program: a new series, the old one keeps 6 */
+	model__clear_syscalls(m);
+	syscall__add(m, FAKE_PID, "other", SYS_clock_nanosleep, 1, 30000000);
+	text = render(sp, m, 6);
+	CHECK(sample(text, CALLS("clock_nanosleep", LBL)) == 6, "old process kept:\n%s", text);
+	CHECK(sample(text, CALLS("clock_nanosleep",
+				 "comm=\"other\",exe=\"\",cgroup=\"\"")) == 1, "new process");
+	free(text);
+	sink_prom__close(sp);
+	model__free(m);
+}
+
+static void test_syscalls_grace_period(void)
+{
+	const __u64 busy[] = { 2000000 };
+	struct model *m = model__new();
+	struct sink_prom *per = sink_prom__open(NULL, true, NULL, 0);
+	struct sink_prom *agg = sink_prom__open(NULL, false, NULL, 0);
+	const char *series = CALLS("futex", NOLBL ",pid=\"4190000\"");
+	char *text;
+
+	model__ingest(m, record(FAKE_PID, FAKE_PID, busy, 1));
+	model__clear_syscalls(m);
+	syscall__add(m, FAKE_PID, "server", SYS_futex, 4, 80000000);
+	free(render(per, m, 100));
+	free(render(agg, m, 100));
+	rec.flags = LW_THREAD_EXITED;
+	model__ingest(m, &rec);
+	text = render(per, m, 200);
+	CHECK(sample(text, series) == 4, "exited: kept during the grace period:\n%s", text);
+	free(text);
+	text = render(per, m, 200 + PROM_GRACE_S + 1);
+	CHECK(sample(text, series) == -1, "gone after the grace period:\n%s", text);
+	free(text);
+	text = render(per, m, 200 + PROM_GRACE_S + 60);
+	CHECK(sample(text, series) == -1, "and does not come back while the kernel has it");
+	free(text);
+	text = render(agg, m, 200 + PROM_GRACE_S + 60);
+	CHECK(sample(text, CALLS("futex", NOLBL)) == 4, "aggregate series stay:\n%s", text);
+	free(text);
+	sink_prom__close(per);
+	sink_prom__close(agg);
+	model__free(m);
+}
+
 int main(void)
 {
 	test_buckets_exact();
@@ -307,6 +477,9 @@ int main(void)
 	test_aggregate_and_per_pid();
 	test_monotonic();
 	test_grace_period();
+	test_syscalls_labelled_like_their_loops();
+	test_syscalls_monotonic();
+	test_syscalls_grace_period();
 	test_container_id();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
