@@ -4,7 +4,6 @@
 
 #include <stdint.h>
 #include <stdio.h>
-#include <sys/resource.h>
 #include <time.h>
 
 static inline uint64_t now_ns(void)
@@ -22,17 +21,6 @@ static inline void spin_ns(uint64_t ns)
 
 	while (now_ns() < end)
 		;
-}
-
-/*
- * Run ahead of ordinary jobs (nice -15; we are root in the tests): other
- * work on a busy machine would otherwise preempt the loop between a wait's
- * return and the workload's own clock read, lag the tracer rightly sees but
- * the ground truth cannot. Run-queue stalls are injected on purpose instead.
- */
-static inline void priority__raise(void)
-{
-	setpriority(PRIO_PROCESS, 0, -15);
 }
 
 /* Deterministic xorshift: the same seed gives the same stall pattern. */

@@ -131,7 +131,6 @@ int main(int argc, char **argv)
 		with_spinner |= !strcmp(argv[i], "--spinner");
 		go |= !strcmp(argv[i], "--go");
 	}
-	priority__raise();
 	printf("%d\n", getpid());
 	fflush(stdout);
 	if (go) {

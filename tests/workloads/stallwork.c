@@ -236,7 +236,6 @@ int main(int argc, char **argv)
 		if (!strcmp(kinds[k], "fsync"))
 			journals__prepare(repeat);
 	}
-	priority__raise();
 	printf("%d\n", getpid());
 	fflush(stdout);
 	if (argc > 4 && !strcmp(argv[4], "--go")) {
