@@ -2,10 +2,11 @@
 /*
  * The floor of what loopwatch can cost: empty programs at exactly the points
  * loopwatch attaches to (bpf/loop.bpf.c, bpf/flush.bpf.c, bpf/sched.bpf.c,
- * bpf/sample.bpf.c). Whatever the kernel charges just for having a program
- * there (the syscall-work flag on every task, tracepoint dispatch, BPF entry,
- * sampling interrupts) shows up here; loopwatch minus this is the cost of its
- * own code. Keep the list in step with bpf/.
+ * bpf/sample.bpf.c, bpf/probes.bpf.c). Whatever the kernel charges just for
+ * having a program there (the syscall-work flag on every task, tracepoint
+ * dispatch, BPF entry, sampling interrupts, uprobe traps) shows up here;
+ * loopwatch minus this is the cost of its own code. Keep the list in step
+ * with bpf/.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -52,6 +53,19 @@ int floor_sched_wakeup(void *ctx)
 /* attached by floor.c to a cpu-clock event per CPU, not by the skeleton */
 SEC("perf_event")
 int floor_sample(void *ctx)
+{
+	return 0;
+}
+
+/* attached by floor.c to the functions given with -u, like loopwatch's probes */
+SEC("uprobe")
+int floor_probe_entry(void *ctx)
+{
+	return 0;
+}
+
+SEC("uretprobe")
+int floor_probe_return(void *ctx)
 {
 	return 0;
 }

@@ -4,6 +4,8 @@
  * SIGINT/SIGTERM or -d SECONDS. Like loopwatch, it says "tracing" on stderr
  * once everything is attached, so the bench driver can wait for that line,
  * and it samples every CPU at loopwatch's default rate unless told otherwise.
+ * With -u it also puts an empty uprobe and uretprobe on a function, system
+ * wide, as loopwatch does for its catalogued and --probe functions.
  */
 #include <errno.h>
 #include <signal.h>
@@ -22,12 +24,17 @@
 #include "floor.skel.h"
 
 #define MAX_CPUS 1024
+#define MAX_PROBES 32		/* as loopwatch's --probe */
 #define SAMPLE_HZ_DEFAULT 997	/* loopwatch's --sample-hz default */
 
 static volatile sig_atomic_t exiting;
 static bool verbose;
 static struct bpf_link *sample_links[MAX_CPUS];
 static int nsample_links;
+static const char *probe_specs[MAX_PROBES];
+static int nprobe_specs;
+static struct bpf_link *probe_links[2 * MAX_PROBES];
+static int nprobe_links;
 
 static void signal__handle(int sig)
 {
@@ -99,14 +106,64 @@ static void sampling__detach(void)
 	nsample_links = 0;
 }
 
+static int probe__attach_one(struct bpf_program *prog, const char *file, const char *func,
+			     size_t off, bool retprobe)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .func_name = func, .retprobe = retprobe);
+	struct bpf_link *link = bpf_program__attach_uprobe_opts(prog, -1, file, off, &opts);
+
+	if (!link)
+		return -errno;
+	probe_links[nprobe_links++] = link;
+	return 0;
+}
+
+/* FILE:SYMBOL or FILE:0xOFFSET (a file offset, as loopwatch --list-probes prints) */
+static int probe__attach(struct floor_bpf *skel, const char *spec)
+{
+	char file[4096], *colon, *end;
+	const char *func = NULL;
+	size_t off = 0;
+	int err;
+
+	if (snprintf(file, sizeof(file), "%s", spec) >= (int)sizeof(file))
+		return -ENAMETOOLONG;
+	colon = strrchr(file, ':');
+	if (!colon || colon == file || !colon[1])
+		return -EINVAL;
+	*colon = '\0';
+	if (!strncmp(colon + 1, "0x", 2)) {
+		errno = 0;
+		off = strtoull(colon + 1, &end, 16);
+		if (errno || *end)
+			return -EINVAL;
+	} else {
+		func = colon + 1;
+	}
+	err = probe__attach_one(skel->progs.floor_probe_entry, file, func, off, false);
+	if (!err)
+		err = probe__attach_one(skel->progs.floor_probe_return, file, func, off, true);
+	return err;
+}
+
+static void probes__detach(void)
+{
+	for (int i = 0; i < nprobe_links; i++)
+		bpf_link__destroy(probe_links[i]);
+	nprobe_links = 0;
+}
+
 static void usage__exit(const char *prog, int status)
 {
 	fprintf(status ? stderr : stdout,
-		"Usage: %s [-d SECONDS] [-F HZ] [-v]\n"
+		"Usage: %s [-d SECONDS] [-F HZ] [-u FILE:SYMBOL]... [-v]\n"
 		"Attach empty BPF programs where loopwatch attaches and hold them.\n"
 		"  -d SECONDS  detach after that long (default: until SIGINT/SIGTERM)\n"
 		"  -F HZ       cpu-clock samples per second per CPU, 0 for none (default %d)\n"
-		"  -v          libbpf debug output\n", prog, SAMPLE_HZ_DEFAULT);
+		"  -u FILE:SYMBOL, -u FILE:0xOFFSET\n"
+		"              an empty uprobe and uretprobe on that function, system-wide\n"
+		"              (repeatable, up to %d; OFFSET is a file offset)\n"
+		"  -v          libbpf debug output\n", prog, SAMPLE_HZ_DEFAULT, MAX_PROBES);
 	exit(status);
 }
 
@@ -119,7 +176,7 @@ int main(int argc, char **argv)
 	char *end;
 	int opt, err;
 
-	while ((opt = getopt(argc, argv, "d:F:vh")) != -1) {
+	while ((opt = getopt(argc, argv, "d:F:u:vh")) != -1) {
 		switch (opt) {
 		case 'd':
 			errno = 0;
@@ -136,6 +193,13 @@ int main(int argc, char **argv)
 				fprintf(stderr, "floor: bad sample rate '%s'\n", optarg);
 				return 2;
 			}
+			break;
+		case 'u':
+			if (nprobe_specs == MAX_PROBES) {
+				fprintf(stderr, "floor: more than %d -u\n", MAX_PROBES);
+				return 2;
+			}
+			probe_specs[nprobe_specs++] = optarg;
 			break;
 		case 'v':
 			verbose = true;
@@ -173,6 +237,14 @@ int main(int argc, char **argv)
 			goto cleanup;
 		}
 	}
+	for (int i = 0; i < nprobe_specs; i++) {
+		err = probe__attach(skel, probe_specs[i]);
+		if (err) {
+			fprintf(stderr, "floor: cannot probe '%s': %s\n", probe_specs[i],
+				strerror(-err));
+			goto cleanup;
+		}
+	}
 	fprintf(stderr, "floor: tracing with empty programs; Ctrl-C to stop\n");
 
 	/* a short nap rather than pause(): -d needs a clock, signals end it early */
@@ -182,6 +254,7 @@ int main(int argc, char **argv)
 		nanosleep(&nap, NULL);
 	}
 cleanup:
+	probes__detach();
 	sampling__detach();
 	floor_bpf__destroy(skel);
 	return err ? 1 : 0;

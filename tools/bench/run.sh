@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
 # What tracing costs, from one run: every case (a row) is measured under every
 # configuration (a column) -- nothing attached, the floor (empty programs on
-# loopwatch's tracepoints) and loopwatch itself -- in interleaved rounds
-# (none, floor, loopwatch, none, ...), and the table shows per-cell medians,
-# so slow drift on a busy machine lands on all columns alike.
+# loopwatch's tracepoints, CPU sampling and uprobes) and loopwatch itself --
+# in interleaved rounds (none, floor, loopwatch, none, ...), and the table
+# shows per-cell medians and their ratios, so slow drift on a busy machine
+# lands on all columns alike.
+#
+# Rows: syscalls on loop and other threads; context switches (thread round
+# trips) of a loop thread idling in its wait call, of one blocking inside an
+# iteration, and of threads that are no loop; CPU work inside a busy period
+# (what sampling with stack capture costs); calls of a probed function, and
+# json.dumps in Debian's python3 (what a uprobe pair costs per call).
 #
 # A round during which anyone else had tracing BPF programs loaded (another
 # loopwatch, a test run) is discarded and run again: their programs run on
@@ -12,19 +19,22 @@
 # Usage: run.sh --loopwatch PATH --bin DIR [--rounds N] [--iters N] [--cpu N]
 #   --bin     where `make -C tools/bench build` put floor and syscost
 #   --rounds  clean rounds wanted (default 7, env BENCH_ROUNDS)
-#   --iters   syscalls per measurement (default 2000000, env BENCH_ITERS)
+#   --iters   syscalls per measurement of the syscall rows (default 1000000,
+#             env BENCH_ITERS); the other rows have fixed counts (*_CALLS)
 #   --cpu     CPU the workloads are pinned to (default: the last one)
 #
-# Adding a row: write case__NAME (prints ns per call, runs pinned), add NAME
-# to CASES and its label to CASE_LABEL. Adding a column: config__start_NAME
-# and config__stop_NAME (tracer__start/tracer__stop for a background tracer)
-# and NAME in CONFIGS; the ratio columns compare loopwatch to none and floor.
+# Adding a row: write case__NAME (gets the column's name, prints ns per call,
+# runs pinned), add NAME to CASES, its label to CASE_LABEL and what it
+# measures to CASE_DOC. Adding a column: config__start_NAME and
+# config__stop_NAME (tracer__start/tracer__stop for a background tracer) and
+# NAME in CONFIGS; the ratio columns compare floor to none and loopwatch to
+# none and floor.
 set -euo pipefail
 
 LOOPWATCH=
 BIN=
 ROUNDS=${BENCH_ROUNDS:-7}
-ITERS=${BENCH_ITERS:-2000000}
+ITERS=${BENCH_ITERS:-1000000}
 NCPU=$(nproc)
 CPU=$((NCPU - 1))
 # retries of discarded rounds stop here, so a busy machine still ends the run
@@ -58,11 +68,54 @@ command -v bpftool >/dev/null || die "bpftool is needed to see other tracers"
 
 # ---- cases: rows of the table ------------------------------------------------
 
-CASES=(getppid epoll0 loop_getppid)
+HERE=$(cd "$(dirname "$0")" && pwd)
+PYTHON=/usr/bin/python3
+# Per measurement, for rows slower than a syscall: each takes ~0.3-0.5 s.
+PINGPONG_CALLS=40000
+BUSY_CALLS=200000
+PROBE_CALLS=20000
+PY_CALLS=20000
+
+CASES=(getppid epoll0 loop_getppid pingpong loop_pingpong loop_pingpong_block loop_busy
+	probe probe_sstep py_json)
 declare -A CASE_LABEL=(
 	[getppid]="getppid, non-loop thread"
 	[epoll0]="epoll_wait(0), loop thread"
 	[loop_getppid]="getppid, loop thread"
+	[pingpong]="round trip, non-loop threads"
+	[loop_pingpong]="round trip, loop idle in epoll_wait"
+	[loop_pingpong_block]="round trip, loop blocks in read()"
+	[loop_busy]="1 us CPU work + irqs, loop busy"
+	[probe]="probed call, push entry"
+	[probe_sstep]="probed call, single-stepped entry"
+	[py_json]="python3 json.dumps, loop thread"
+)
+declare -A CASE_DOC=(
+	[getppid]="a syscall no program watches, on a thread that never waits"
+	[epoll0]="one loop iteration: the wait-call tracepoints' programs, entry and exit"
+	[loop_getppid]="a syscall no program watches, on a loop thread"
+	[pingpong]="two SCHED_BATCH threads on one CPU trading an eventfd, so neither
+		preempts the other: 2 sched_switch + 2 sched_wakeup per round trip, neither
+		thread a loop (what loopwatch's scheduler programs cost everybody else)"
+	[loop_pingpong]="the same, one thread a loop that sleeps in epoll_wait for the
+		answer: every round trip one iteration, switched out and in while idle"
+	[loop_pingpong_block]="the same, the loop thread sleeps in a blocking read()
+		inside its iteration: every round trip a blocked syscall timed from the
+		scheduler, with its stack and fd path captured"
+	[loop_busy]="ns that 1000 ns of CPU work takes counting interrupts, in 5 ms busy
+		periods of a loop thread (under the stall threshold, so every 997 Hz
+		cpu-clock sample takes loopwatch's stack capture; floor: the same samples,
+		empty program). Timed unit by unit: the excess over the median unit, 0.5 to
+		100 us, is interrupt time; longer gaps (the host taking the vCPU) are left
+		out"
+	[probe]="a ~300 ns function called in a loop; floor: empty uprobe+uretprobe on
+		it; loopwatch: --probe syscost:bench_probe_target. It starts with a push,
+		which the kernel emulates"
+	[probe_sstep]="the same function entered by a mov, which the kernel must
+		single-step out of line: a second trap per hit"
+	[py_json]="Debian /usr/bin/python3 json.dumps of a 5-key dict, after one
+		select(); floor: empty uprobe pair on _json's encoder_call; loopwatch:
+		its built-in json.dumps probe (attached once it sees the loop)"
 )
 
 # workloads run on their own CPU so the tracer's userspace never preempts them
@@ -81,6 +134,69 @@ case__epoll0() {
 case__loop_getppid() {
 	pinned "$BIN/syscost" loop-getppid "$ITERS"
 }
+
+case__pingpong() {
+	pinned "$BIN/syscost" pingpong "$PINGPONG_CALLS"
+}
+
+case__loop_pingpong() {
+	pinned "$BIN/syscost" loop-pingpong "$PINGPONG_CALLS"
+}
+
+case__loop_pingpong_block() {
+	pinned "$BIN/syscost" loop-pingpong-block "$PINGPONG_CALLS"
+}
+
+case__loop_busy() {
+	pinned "$BIN/syscost" loop-busy "$BUSY_CALLS"
+}
+
+case__probe() {
+	pinned "$BIN/syscost" probe "$PROBE_CALLS"
+}
+
+case__probe_sstep() {
+	pinned "$BIN/syscost" probe-sstep "$PROBE_CALLS"
+}
+
+# loopwatch probes the process only seconds after it became a loop: wait for that
+case__py_json() {
+	local wait=--wait-probe
+
+	[ "$1" != none ] || wait=
+	pinned "$PYTHON" "$HERE/pyjson.py" "$PY_CALLS" $wait
+}
+
+# The functions both tracers probe: syscost's by symbol, Debian python3's
+# stripped _json where loopwatch finds encoder_call (its --list-probes says).
+PROBE_SPECS=("$BIN/syscost:bench_probe_target" "$BIN/syscost:bench_probe_target_sstep")
+LOOPWATCH_PROBES=(--probe "$BIN/syscost:bench_probe_target=bench"
+	--probe "$BIN/syscost:bench_probe_target_sstep=bench-sstep")
+
+py_json__locate() {
+	local so off
+
+	[ -x "$PYTHON" ] || return 1
+	so=$("$PYTHON" -c 'import _json; print(_json.__file__)' 2>/dev/null) || return 1
+	# "  json.dumps  cpython  /usr/lib/python3.11/lib-dynload/_json...so+0x4c40 (how found)"
+	off=$("$LOOPWATCH" --list-probes 2>/dev/null | awk -v so="$so" '
+		$1 == "json.dumps" && index($3, so "+0x") == 1 {
+			sub(/.*\+/, "", $3); print $3; exit
+		}')
+	[ -n "$off" ] || return 1
+	echo "$so:$off"
+}
+
+if py_json_spec=$(py_json__locate); then
+	PROBE_SPECS+=("$py_json_spec")
+else
+	echo "run.sh: no json.dumps probe for $PYTHON here: its row is left out" >&2
+	kept=()
+	for c in "${CASES[@]}"; do
+		[ "$c" = py_json ] || kept+=("$c")
+	done
+	CASES=("${kept[@]}")
+fi
 
 # ---- other tracers -----------------------------------------------------------
 
@@ -173,15 +289,21 @@ config__stop_none() {
 }
 
 config__start_floor() {
-	tracer__start "$BIN/floor" -d "$TRACER_MAX_S"
+	local spec args=()
+
+	for spec in "${PROBE_SPECS[@]}"; do
+		args+=(-u "$spec")
+	done
+	tracer__start "$BIN/floor" -d "$TRACER_MAX_S" "${args[@]}"
 }
 
 config__stop_floor() {
 	tracer__stop
 }
 
+# as deployed (built-in probes: the python row needs them) plus syscost's functions
 config__start_loopwatch() {
-	tracer__start "$LOOPWATCH" --json -d "$TRACER_MAX_S"
+	tracer__start "$LOOPWATCH" --json -d "$TRACER_MAX_S" "${LOOPWATCH_PROBES[@]}"
 }
 
 config__stop_loopwatch() {
@@ -210,7 +332,7 @@ while [ "$clean_rounds" -lt "$ROUNDS" ]; do
 		"config__start_$config"
 		if foreign__present; then clean=0; fi
 		for c in "${CASES[@]}"; do
-			ns=$("case__$c") || die "case $c failed under $config"
+			ns=$("case__$c" "$config") || die "case $c failed under $config"
 			printf '%d\t%d\t%s\t%s\t%s\n' "$round" "$clean" "$config" "$c" "$ns" \
 				>>"$SAMPLES"
 		done
@@ -253,30 +375,44 @@ cell__range() {
 }
 
 table__row() {
-	printf '%-28s | %12s | %13s | %17s | %14s | %15s | %19s\n' "$@"
+	printf '%-36s | %9s | %9s | %9s | %10s | %9s | %9s | %9s\n' "$@"
+}
+
+ratio() {
+	awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'
 }
 
 echo
-printf '%d clean rounds (%d discarded) x %d calls per measurement, CPU %s, took %d s\n\n' \
-	"$clean_rounds" $((round - clean_rounds)) "$ITERS" "$CPU" $((SECONDS - start_s))
-table__row workload "none ns/call" "floor ns/call" "loopwatch ns/call" \
-	"loopwatch/none" "loopwatch/floor" "added ns over floor"
+printf '%d clean rounds (%d discarded), CPU %s, took %d s\n' \
+	"$clean_rounds" $((round - clean_rounds)) "$CPU" $((SECONDS - start_s))
+printf 'ns per call, round trip or work unit, as the row says (medians over rounds);\n'
+printf 'per measurement: %d syscalls, %d round trips, %d work units, %d probed calls,' \
+	"$ITERS" "$PINGPONG_CALLS" "$BUSY_CALLS" "$PROBE_CALLS"
+printf ' %d json.dumps\n\n' "$PY_CALLS"
+table__row workload "none" "floor" "loopwatch" "floor/none" "lw/none" "lw/floor" \
+	"lw-floor"
 table__row | tr ' ' '-' | sed 's/|/+/g'
 for c in "${CASES[@]}"; do
 	none=$(cell__median none "$c")
 	floor=$(cell__median floor "$c")
 	lw=$(cell__median loopwatch "$c")
 	table__row "${CASE_LABEL[$c]}" "$(printf %.1f "$none")" "$(printf %.1f "$floor")" \
-		"$(printf %.1f "$lw")" \
-		"$(awk -v a="$lw" -v b="$none" 'BEGIN { printf "%.2fx", a / b }')" \
-		"$(awk -v a="$lw" -v b="$floor" 'BEGIN { printf "%.2fx", a / b }')" \
+		"$(printf %.1f "$lw")" "$(ratio "$floor" "$none")" "$(ratio "$lw" "$none")" \
+		"$(ratio "$lw" "$floor")" \
 		"$(awk -v a="$lw" -v b="$floor" 'BEGIN { printf "%+.1f", a - b }')"
 done
 
 echo
-echo "medians per cell; spread (min..max ns/call over the rounds used):"
+echo "rows:"
 for c in "${CASES[@]}"; do
-	printf '  %-28s' "${CASE_LABEL[$c]}"
+	printf '  %s: %s\n' "${CASE_LABEL[$c]}" "$(tr -s ' \t\n' ' ' <<<"${CASE_DOC[$c]}")" |
+		fold -s -w 96 | sed -e 's/ *$//' -e '2,$s/^/      /'
+done
+
+echo
+echo "spread (min..max over the rounds used):"
+for c in "${CASES[@]}"; do
+	printf '  %-36s' "${CASE_LABEL[$c]}"
 	for config in "${CONFIGS[@]}"; do
 		printf '  %s %s' "$config" "$(cell__range "$config" "$c")"
 	done
