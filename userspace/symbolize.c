@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_PROCS		256
@@ -106,6 +107,7 @@ struct mapping {
 struct proc {
 	int pid;
 	uint64_t start_time;
+	uint64_t checked_ns;	/* when start_time was last compared with /proc */
 	uint64_t last_used;
 	struct mapping *maps;	/* executable mappings only, sorted by start */
 	size_t n;
@@ -968,14 +970,28 @@ static void procs__remove(struct symbolizer *s, size_t idx)
 	s->procs[s->nprocs] = NULL;
 }
 
+/*
+ * A pid is recycled only after the kernel has gone through pid_max others:
+ * checking its start time once per this long is plenty, and a stall's forty
+ * stacks then cost one read of /proc/PID/stat, not forty.
+ */
+#define PROC_RECHECK_NS 100000000ull
+
+static uint64_t clock__ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static struct proc *symbolizer__get_proc(struct symbolizer *s, int pid)
 {
-	uint64_t start_time = 0, again = 0;
+	uint64_t start_time = 0, again = 0, now = clock__ns();
 	bool alive;
 	struct proc *p = NULL;
 	size_t i, idx = 0, lru;
 
-	alive = proc__read_start_time(pid, &start_time);
 	for (i = 0; i < s->nprocs; i++) {
 		if (s->procs[i]->pid == pid) {
 			p = s->procs[i];
@@ -983,6 +999,13 @@ static struct proc *symbolizer__get_proc(struct symbolizer *s, int pid)
 			break;
 		}
 	}
+	if (p && now - p->checked_ns < PROC_RECHECK_NS) {
+		p->last_used = ++s->tick;
+		return p;
+	}
+	alive = proc__read_start_time(pid, &start_time);
+	if (p && alive)
+		p->checked_ns = now;
 	if (p && alive && p->start_time != start_time) {
 		/* same pid, different process */
 		procs__remove(s, idx);
@@ -1002,6 +1025,7 @@ static struct proc *symbolizer__get_proc(struct symbolizer *s, int pid)
 		return NULL;
 	p->pid = pid;
 	p->start_time = start_time;
+	p->checked_ns = now;
 	if (!maps__read(pid, &p->maps, &p->n) || !proc__read_start_time(pid, &again) ||
 	    again != start_time) {
 		/* gone or recycled while we were reading: cache nothing */
