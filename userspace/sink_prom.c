@@ -2,10 +2,10 @@
 /*
  * The sink keeps its own book of series so that counters never go back:
  * every source it has seen (a loop thread, or the kernel's aggregate of one
- * syscall in one process) contributes (its counters now - a base) to the
- * series of its labels; when the source leaves the model, or its labels
- * change, or its kernel record restarts from zero, what it contributed so
- * far moves to the series' retired part and stays there.
+ * syscall or one probe in one process) contributes (its counters now - a
+ * base) to the series of its labels; when the source leaves the model, or
+ * its labels change, or its kernel record restarts from zero, what it
+ * contributed so far moves to the series' retired part and stays there.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,19 +40,19 @@ static const struct {
 };
 #define PROM_NBUCKETS (sizeof(prom_buckets) / sizeof(prom_buckets[0]))
 
-/* Loop series and syscall series: different labels, different families. */
-enum prom_kind { PROM_LOOP, PROM_SYSCALL };
+/* Loop, syscall and probe series: different labels, different families. */
+enum prom_kind { PROM_LOOP, PROM_SYSCALL, PROM_PROBE };
 
 /* Everything a series exports, all monotonic. */
 struct prom_counts {
 	__u64 le[PROM_NBUCKETS];	/* cumulative */
 	__u64 count;			/* the +Inf bucket and _count */
-	__u64 busy_ns;
+	__u64 busy_ns;			/* probe series: of total_ns, in loop busy time */
 	__u64 idle_ns;
 	__u64 iterations;
 	__u64 stalls;
-	__u64 blocked_ns;		/* syscall series: asleep inside the syscall */
-	__u64 blocked_calls;		/* syscall series: invocations that slept */
+	__u64 total_ns;			/* syscall: asleep in it; probe: inside calls */
+	__u64 calls;			/* syscall series: invocations that slept */
 };
 
 struct prom_series {
@@ -67,9 +67,9 @@ struct prom_series {
 
 struct prom_source {
 	enum prom_kind kind;
-	__u32 id;		/* a loop thread's tid, a syscall aggregate's pid */
+	__u32 id;		/* a loop thread's tid, an aggregate's pid */
 	__u64 start_ns;		/* a loop thread's start: tids are reused */
-	char syscall[REPORT_NAME_LEN];
+	char key[REPORT_LABEL_LEN];	/* an aggregate's syscall or probe */
 	/*
 	 * A syscall aggregate's process name: the kernel keys them by pid alone,
 	 * so another name under the same pid is another process.
@@ -80,7 +80,7 @@ struct prom_source {
 	struct prom_counts last;
 	bool exited;
 	bool seen;
-	bool dropped;		/* its series went after the grace period: never again */
+	bool dropped;		/* its series went after the grace period */
 	struct prom_source *hash_next;
 };
 
@@ -122,21 +122,23 @@ static void counts__add_diff(struct prom_counts *dst, const struct prom_counts *
 	dst->idle_ns += a->idle_ns - b->idle_ns;
 	dst->iterations += a->iterations - b->iterations;
 	dst->stalls += a->stalls - b->stalls;
-	dst->blocked_ns += a->blocked_ns - b->blocked_ns;
-	dst->blocked_calls += a->blocked_calls - b->blocked_calls;
+	dst->total_ns += a->total_ns - b->total_ns;
+	dst->calls += a->calls - b->calls;
 }
 
-/* true if any counter of now is below before: the kernel record started over */
-static bool counts__went_back(const struct prom_counts *now, const struct prom_counts *before)
+/*
+ * true if any counter of a is below b's: (now, before) says the kernel
+ * record started over, (before, now) that it moved on.
+ */
+static bool counts__any_below(const struct prom_counts *a, const struct prom_counts *b)
 {
 	for (size_t i = 0; i < PROM_NBUCKETS; i++) {
-		if (now->le[i] < before->le[i])
+		if (a->le[i] < b->le[i])
 			return true;
 	}
-	return now->count < before->count || now->busy_ns < before->busy_ns ||
-	       now->idle_ns < before->idle_ns || now->iterations < before->iterations ||
-	       now->stalls < before->stalls || now->blocked_ns < before->blocked_ns ||
-	       now->blocked_calls < before->blocked_calls;
+	return a->count < b->count || a->busy_ns < b->busy_ns || a->idle_ns < b->idle_ns ||
+	       a->iterations < b->iterations || a->stalls < b->stalls ||
+	       a->total_ns < b->total_ns || a->calls < b->calls;
 }
 
 static unsigned int str__hash(const char *s)
@@ -292,14 +294,26 @@ static void labels__build(char *buf, size_t len, const struct loop_thread *t, bo
 	strbuf__label_u32(&sb, "tid", t->tid);
 }
 
+/*
+ * What the kernel counts per process rather than per thread (the time and
+ * calls of one syscall, or of one probe), in the terms the sink folds.
+ */
+struct prom_agg {
+	enum prom_kind kind;
+	__u32 pid;
+	const char *comm;
+	const char *key;	/* the syscall's or the probe's name */
+	struct prom_counts now;
+};
+
 /* t: a loop thread of the same process, for exe and cgroup; NULL when none is known */
-static void labels__syscall(char *buf, size_t len, const struct syscall_agg *a,
-			    const struct loop_thread *t, bool per_pid)
+static void labels__agg(char *buf, size_t len, const struct prom_agg *a,
+			const struct loop_thread *t, bool per_pid)
 {
 	struct strbuf sb = { buf, len, 0 };
 
 	buf[0] = '\0';
-	strbuf__label(&sb, "syscall", a->name);
+	strbuf__label(&sb, a->kind == PROM_PROBE ? "probe" : "syscall", a->key);
 	strbuf__process(&sb, a->comm, t ? t->exe : "", t ? t->cgroup : "");
 	if (per_pid)
 		strbuf__label_u32(&sb, "pid", a->pid);
@@ -360,19 +374,30 @@ static struct prom_source *thread__source(struct sink_prom *sp, const struct loo
 	return ps;
 }
 
-static struct prom_source *syscall__source(struct sink_prom *sp, const struct syscall_agg *a)
+static bool agg__is_source(const struct prom_agg *a, const struct prom_source *ps)
 {
-	unsigned int h = (a->pid ^ str__hash(a->name)) % PROM_HASH;
+	if (ps->kind != a->kind || ps->id != a->pid || strcmp(ps->key, a->key))
+		return false;
+	/*
+	 * A probe's name is no identity: the model sums the kernel records of
+	 * the probes that share its label, each named by whichever thread
+	 * called first. Another program under the pid shows as new labels.
+	 */
+	return a->kind == PROM_PROBE || !strcmp(ps->comm, a->comm);
+}
+
+static struct prom_source *agg__source(struct sink_prom *sp, const struct prom_agg *a)
+{
+	unsigned int h = (a->pid ^ str__hash(a->key)) % PROM_HASH;
 	struct prom_source *ps;
 
 	for (ps = sp->sources[h]; ps; ps = ps->hash_next) {
-		if (ps->kind == PROM_SYSCALL && ps->id == a->pid &&
-		    !strcmp(ps->syscall, a->name) && !strcmp(ps->comm, a->comm))
+		if (agg__is_source(a, ps))
 			return ps;
 	}
-	ps = source__new(sp, h, PROM_SYSCALL, a->pid);
+	ps = source__new(sp, h, a->kind, a->pid);
 	if (ps) {
-		snprintf(ps->syscall, sizeof(ps->syscall), "%s", a->name);
+		snprintf(ps->key, sizeof(ps->key), "%s", a->key);
 		snprintf(ps->comm, sizeof(ps->comm), "%s", a->comm);
 	}
 	return ps;
@@ -394,15 +419,28 @@ static void source__fold(struct sink_prom *sp, struct prom_source *ps, const cha
 
 	ps->seen = true;
 	ps->exited = exited;
-	if (ps->dropped)
-		return;
+	if (ps->dropped) {
+		/*
+		 * Counters that move again are a process still there (one with
+		 * no loop thread, quiet for the grace period): it counts anew,
+		 * from here, in a new series.
+		 */
+		if (!counts__any_below(&ps->last, now))
+			return;
+		ps->dropped = false;
+	}
 	s = series__get(sp, ps->kind, labels);
 	if (!s)
 		return;
-	if (counts__went_back(now, &ps->last)) {
-		/* the kernel record was recreated: its counts start from zero again */
+	if (counts__any_below(now, &ps->last)) {
+		/*
+		 * The kernel record was recreated: its counts start from zero
+		 * again. A probe's are a sum of records, and when only some
+		 * went the rest were counted already: only what comes after
+		 * is new (the eviction loses one interval, never counts twice).
+		 */
 		source__retire(ps);
-		ps->base = ps->last = zero;
+		ps->base = ps->last = ps->kind == PROM_PROBE ? *now : zero;
 	}
 	if (ps->series != s) {
 		/* a new source, or a renamed one: it counts in the new series from here */
@@ -437,12 +475,12 @@ static int thread__cmp_pid(const void *a, const void *b)
 }
 
 /*
- * The loop thread that names a syscall aggregate's process: one with its pid,
+ * The loop thread that names an aggregate's process: one with its pid,
  * preferably of the same name (an exited process whose pid was reused may
  * still be in the model), preferably alive. v is sorted by thread__cmp_pid.
  */
 static const struct loop_thread *threads__of_process(struct loop_thread **v, size_t n,
-						     const struct syscall_agg *a)
+						     __u32 pid, const char *comm)
 {
 	const struct loop_thread *any = NULL;
 	size_t lo = 0, hi = n;
@@ -450,13 +488,13 @@ static const struct loop_thread *threads__of_process(struct loop_thread **v, siz
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (v[mid]->pid < a->pid)
+		if (v[mid]->pid < pid)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	for (size_t i = lo; i < n && v[i]->pid == a->pid; i++) {
-		if (!strcmp(v[i]->comm, a->comm))
+	for (size_t i = lo; i < n && v[i]->pid == pid; i++) {
+		if (!strcmp(v[i]->comm, comm))
 			return v[i];
 		if (!any)
 			any = v[i];
@@ -464,14 +502,21 @@ static const struct loop_thread *threads__of_process(struct loop_thread **v, siz
 	return any;
 }
 
-static void syscall__fold(struct sink_prom *sp, const struct syscall_agg *a,
-			  struct loop_thread **by_pid, size_t n)
+static void agg__fold(struct sink_prom *sp, struct prom_agg *a, struct loop_thread **by_pid,
+		      size_t n)
 {
-	const struct loop_thread *t = threads__of_process(by_pid, n, a);
-	struct prom_source *ps = syscall__source(sp, a);
+	const struct loop_thread *t = threads__of_process(by_pid, n, a->pid, a->comm);
 	char labels[PROM_LABELS_LEN];
-	struct prom_counts now = {};
+	struct prom_source *ps;
+	bool alive;
 
+	/*
+	 * A probe record is named by the thread that called first, a loop
+	 * series by its process: the process's name lets the two join.
+	 */
+	if (t && a->kind == PROM_PROBE)
+		a->comm = t->comm;
+	ps = agg__source(sp, a);
 	if (!ps)
 		return;
 	/*
@@ -482,17 +527,39 @@ static void syscall__fold(struct sink_prom *sp, const struct syscall_agg *a,
 	if (!t && ps->series)
 		snprintf(labels, sizeof(labels), "%s", ps->series->labels);
 	else
-		labels__syscall(labels, sizeof(labels), a, t, sp->per_pid);
-	now.blocked_ns = a->total_ns;
-	now.blocked_calls = a->count;
-	source__fold(sp, ps, labels, &now, !t || t->exited);
+		labels__agg(labels, sizeof(labels), a, t, sp->per_pid);
+	/* probes fire in processes with no loop thread too: counting is living */
+	alive = (t && !t->exited) || counts__any_below(&ps->last, &a->now);
+	source__fold(sp, ps, labels, &a->now, !alive);
 }
 
-static void syscalls__fold(struct sink_prom *sp, const struct model *m)
+static void syscall__fold(struct sink_prom *sp, const struct syscall_agg *sc,
+			  struct loop_thread **by_pid, size_t n)
+{
+	struct prom_agg a = { PROM_SYSCALL, sc->pid, sc->comm, sc->name, {} };
+
+	a.now.total_ns = sc->total_ns;
+	a.now.calls = sc->count;
+	agg__fold(sp, &a, by_pid, n);
+}
+
+static void probe__fold(struct sink_prom *sp, const struct probe_agg *pr,
+			struct loop_thread **by_pid, size_t n)
+{
+	struct prom_agg a = { PROM_PROBE, pr->pid, pr->comm, pr->label, {} };
+
+	a.now.total_ns = pr->total_ns;
+	a.now.calls = pr->calls;
+	a.now.busy_ns = pr->busy_ns;
+	agg__fold(sp, &a, by_pid, n);
+}
+
+static void aggs__fold(struct sink_prom *sp, const struct model *m)
 {
 	struct loop_thread **by_pid = NULL;
+	size_t n = 0;
 
-	if (!m->nsyscalls)
+	if (!m->nsyscalls && !m->nprobes)
 		return;
 	/*
 	 * Without the index every aggregate is still folded (known ones keep
@@ -502,11 +569,14 @@ static void syscalls__fold(struct sink_prom *sp, const struct model *m)
 	if (m->nthreads)
 		by_pid = malloc(m->nthreads * sizeof(*by_pid));
 	if (by_pid) {
-		memcpy(by_pid, m->threads, m->nthreads * sizeof(*by_pid));
-		qsort(by_pid, m->nthreads, sizeof(*by_pid), thread__cmp_pid);
+		n = m->nthreads;
+		memcpy(by_pid, m->threads, n * sizeof(*by_pid));
+		qsort(by_pid, n, sizeof(*by_pid), thread__cmp_pid);
 	}
 	for (size_t i = 0; i < m->nsyscalls; i++)
-		syscall__fold(sp, &m->syscalls[i], by_pid, by_pid ? m->nthreads : 0);
+		syscall__fold(sp, &m->syscalls[i], by_pid, n);
+	for (size_t i = 0; i < m->nprobes; i++)
+		probe__fold(sp, &m->probes[i], by_pid, n);
 	free(by_pid);
 }
 
@@ -627,7 +697,7 @@ static void sink_prom__fold(struct sink_prom *sp, const struct model *m, double 
 	}
 	for (size_t i = 0; i < m->nthreads; i++)
 		thread__fold(sp, m->threads[i]);
-	syscalls__fold(sp, m);
+	aggs__fold(sp, m);
 	source__free_unseen(sp);
 	series__sum(sp, now_s);
 	series__expire(sp, now_s);
@@ -695,17 +765,49 @@ static void family__histogram(FILE *out, struct prom_series **v, size_t n)
 	}
 }
 
-enum prom_field { F_BUSY, F_IDLE, F_ITERATIONS, F_STALLS, F_BLOCKED, F_BLOCKED_CALLS };
+enum prom_field { F_BUSY, F_IDLE, F_ITERATIONS, F_STALLS, F_TOTAL, F_CALLS };
 
-static void family__counter(FILE *out, struct prom_series **v, size_t n, const char *name,
-			    enum prom_field f, const char *help)
+/* The counter families in the order they are written: one field of one kind's series. */
+static const struct prom_family {
+	enum prom_kind kind;
+	enum prom_field field;
+	const char *name;
+	const char *help;
+} prom_counters[] = {
+	{ PROM_LOOP, F_BUSY, "loopwatch_loop_busy_seconds_total",
+	  "Time event loops spent between wait calls (handling events)." },
+	{ PROM_LOOP, F_IDLE, "loopwatch_loop_idle_seconds_total",
+	  "Time event loops spent inside wait calls." },
+	{ PROM_LOOP, F_ITERATIONS, "loopwatch_loop_iterations_total",
+	  "Event-loop iterations (wait calls that returned and were followed by another)." },
+	{ PROM_LOOP, F_STALLS, "loopwatch_stalls_total",
+	  "Loop iterations at or over the stall threshold (--threshold)." },
+	{ PROM_SYSCALL, F_TOTAL, "loopwatch_blocking_syscall_seconds_total",
+	  "Time loop threads slept inside a syscall while handling events (between two wait "
+	  "calls), per process and syscall; page_fault is a sleep outside any syscall." },
+	{ PROM_SYSCALL, F_CALLS, "loopwatch_blocking_syscalls_total",
+	  "Syscall invocations that put a loop thread to sleep while handling events, per "
+	  "process and syscall." },
+	{ PROM_PROBE, F_TOTAL, "loopwatch_probe_seconds_total",
+	  "Time inside calls of a probed function (--list-probes, --probe), per process and "
+	  "probe; a call nested in another probed call counts once." },
+	{ PROM_PROBE, F_CALLS, "loopwatch_probe_calls_total",
+	  "Calls of a probed function, per process and probe." },
+	{ PROM_PROBE, F_BUSY, "loopwatch_probe_busy_seconds_total",
+	  "Of loopwatch_probe_seconds_total, the time inside the busy periods of loop threads: "
+	  "over loopwatch_loop_busy_seconds_total, the share of loop busy time." },
+};
+#define PROM_NCOUNTERS (sizeof(prom_counters) / sizeof(prom_counters[0]))
+
+static void family__counter(FILE *out, struct prom_series **v, size_t n,
+			    const struct prom_family *f)
 {
-	family__header(out, name, "counter", help);
+	family__header(out, f->name, "counter", f->help);
 	for (size_t i = 0; i < n; i++) {
 		const struct prom_counts *c = &v[i]->total;
 
-		fprintf(out, "%s{%s} ", name, v[i]->labels);
-		switch (f) {
+		fprintf(out, "%s{%s} ", f->name, v[i]->labels);
+		switch (f->field) {
 		case F_BUSY:
 			seconds__print(out, c->busy_ns);
 			break;
@@ -718,11 +820,11 @@ static void family__counter(FILE *out, struct prom_series **v, size_t n, const c
 		case F_STALLS:
 			fprintf(out, "%llu", (unsigned long long)c->stalls);
 			break;
-		case F_BLOCKED:
-			seconds__print(out, c->blocked_ns);
+		case F_TOTAL:
+			seconds__print(out, c->total_ns);
 			break;
-		case F_BLOCKED_CALLS:
-			fprintf(out, "%llu", (unsigned long long)c->blocked_calls);
+		case F_CALLS:
+			fprintf(out, "%llu", (unsigned long long)c->calls);
 			break;
 		}
 		fputc('\n', out);
@@ -757,30 +859,21 @@ void sink_prom__set_kernel_counters(struct sink_prom *sp, __u64 events_dropped, 
 
 void sink_prom__render(struct sink_prom *sp, const struct model *m, double now_s, FILE *out)
 {
+	enum prom_kind kind = PROM_LOOP;
 	struct prom_series **v;
 	size_t n;
 
 	sink_prom__fold(sp, m, now_s);
-	v = series__sorted(sp, PROM_LOOP, &n);
+	v = series__sorted(sp, kind, &n);
 	family__histogram(out, v, n);
-	family__counter(out, v, n, "loopwatch_loop_busy_seconds_total", F_BUSY,
-			"Time event loops spent between wait calls (handling events).");
-	family__counter(out, v, n, "loopwatch_loop_idle_seconds_total", F_IDLE,
-			"Time event loops spent inside wait calls.");
-	family__counter(out, v, n, "loopwatch_loop_iterations_total", F_ITERATIONS,
-			"Event-loop iterations (wait calls that returned and were followed "
-			"by another).");
-	family__counter(out, v, n, "loopwatch_stalls_total", F_STALLS,
-			"Loop iterations at or over the stall threshold (--threshold).");
-	free(v);
-	v = series__sorted(sp, PROM_SYSCALL, &n);
-	family__counter(out, v, n, "loopwatch_blocking_syscall_seconds_total", F_BLOCKED,
-			"Time loop threads slept inside a syscall while handling events "
-			"(between two wait calls), per process and syscall; page_fault is a "
-			"sleep outside any syscall.");
-	family__counter(out, v, n, "loopwatch_blocking_syscalls_total", F_BLOCKED_CALLS,
-			"Syscall invocations that put a loop thread to sleep while handling "
-			"events, per process and syscall.");
+	for (size_t i = 0; i < PROM_NCOUNTERS; i++) {
+		if (prom_counters[i].kind != kind) {
+			kind = prom_counters[i].kind;
+			free(v);
+			v = series__sorted(sp, kind, &n);
+		}
+		family__counter(out, v, n, &prom_counters[i]);
+	}
 	free(v);
 	family__self(out, sp);
 }

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * Prometheus text exposition of the model, for node_exporter's textfile
- * collector: loop threads, and the per-(process, syscall) blocked time the
- * kernel aggregates. Counters stay monotonic for loopwatch's lifetime: a
- * thread that exits (or leaves the model), or a syscall aggregate the kernel
- * evicts, keeps its share in the series it counted in.
+ * collector: loop threads, and what the kernel aggregates per process: the
+ * blocked time of each syscall, the calls of each probe. Counters stay
+ * monotonic for loopwatch's lifetime: a thread that exits (or leaves the
+ * model), or an aggregate the kernel evicts, keeps its share in the series it
+ * counted in.
  */
 #ifndef LOOPWATCH_SINK_PROM_H
 #define LOOPWATCH_SINK_PROM_H
@@ -14,7 +15,7 @@
 #include <stdio.h>
 #include "model.h"
 
-/* series of exited threads stay this long with --prom-per-pid, then go */
+/* series of exited threads and processes stay this long with --prom-per-pid, then go */
 #define PROM_GRACE_S 300.0
 
 struct sink_prom;

@@ -182,53 +182,63 @@ def promtool_check_metrics(path):
     assert r.returncode == 0, "promtool check metrics %s: %s" % (path, r.stdout)
 
 
-def test_prom_metrics_match_workload_ground_truth(ctx):
-    """Two loop threads of one process: summed into one series by default, a series
-    each with --prom-per-pid; iterations within 1 %, every le bucket consistent with
-    the workload's recorded durations, and promtool check metrics passes."""
+def run_agg_and_per(ctx, w, interval=0.5, ready=None, watch=None):
+    """The Workload w under two loopwatches -p PID, one summing per program and one with
+    --prom-per-pid: ready(per_path) before go, watch(per_path) every 0.1 s until w exits.
+    Both files pass promtool, have mode 0644 and no temp file beside them. Returns their
+    samples: (aggregate, per pid)."""
     tmp = tempfile.mkdtemp(prefix="loopwatch-prom-")
-    out = tmpfile()
-    w = Workload([ctx.workload("loopwork"), out, "mixed,fixed3", "1500", "--go"])
-    agg = PromLoopwatch(ctx, os.path.join(tmp, "agg"), "-p", w.pid)
-    per = PromLoopwatch(ctx, os.path.join(tmp, "per"), "-p", w.pid, "--prom-per-pid")
+    agg = PromLoopwatch(ctx, os.path.join(tmp, "agg"), "-p", w.pid, interval=interval)
+    per = PromLoopwatch(ctx, os.path.join(tmp, "per"), "-p", w.pid, "--prom-per-pid",
+                        interval=interval)
     try:
-        os.mkdir(os.path.join(tmp, "agg"))
-        os.mkdir(os.path.join(tmp, "per"))
-        agg.start()
-        per.start()
+        for lw in (agg, per):
+            os.mkdir(os.path.dirname(lw.path))
+            lw.start()
+        if ready:
+            ready(per.path)
         w.go()
+        while watch and w.proc.poll() is None:
+            watch(per.path)
+            time.sleep(0.1)
         w.wait()
-        agg.stop()
-        per.stop()
-        truth = ground_truth(out)
-        exe = os.path.realpath(ctx.workload("loopwork"))
-
-        samples = read_metrics(agg.path)
-        series = select(samples, "loopwatch_loop_iterations_total", comm="loopwork")
-        assert len(series) == 1, "one series for both threads, got %s" % series
-        labels = series[0][0]
-        assert labels["exe"] == exe and "cgroup" in labels and "pid" not in labels, labels
-        assert_histogram_matches(samples, labels,
-                                 [b for t in truth["threads"] for b in t["busy_ns"]],
-                                 "both threads")
-        assert one(samples, "loopwatch_loop_threads_tracked")[1] == 0, "threads exited"
-        assert one(samples, "loopwatch_build_info")[0]["version"]
-
-        samples = read_metrics(per.path)
-        for t in truth["threads"]:
-            assert_histogram_matches(samples, {"pid": str(truth["pid"]), "tid": str(t["tid"]),
-                                               "comm": "loopwork"},
-                                     t["busy_ns"], "thread %s" % t["profile"])
-        for path in (agg.path, per.path):
-            promtool_check_metrics(path)
-            assert os.stat(path).st_mode & 0o777 == 0o644, oct(os.stat(path).st_mode)
-            assert os.listdir(os.path.dirname(path)) == ["loopwatch.prom"], \
-                "temp files left: %s" % os.listdir(os.path.dirname(path))
+        for lw in (agg, per):
+            lw.stop()
+            promtool_check_metrics(lw.path)
+            assert os.stat(lw.path).st_mode & 0o777 == 0o644, oct(os.stat(lw.path).st_mode)
+            assert os.listdir(os.path.dirname(lw.path)) == ["loopwatch.prom"], \
+                "temp files left: %s" % os.listdir(os.path.dirname(lw.path))
+        return read_metrics(agg.path), read_metrics(per.path)
     finally:
         w.kill()
         agg.kill()
         per.kill()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_prom_metrics_match_workload_ground_truth(ctx):
+    """Two loop threads of one process: summed into one series by default, a series
+    each with --prom-per-pid; iterations within 1 %, every le bucket consistent with
+    the workload's recorded durations, and promtool check metrics passes."""
+    out = tmpfile()
+    w = Workload([ctx.workload("loopwork"), out, "mixed,fixed3", "1500", "--go"])
+    agg, per = run_agg_and_per(ctx, w)
+    truth = ground_truth(out)
+    exe = os.path.realpath(ctx.workload("loopwork"))
+
+    series = select(agg, "loopwatch_loop_iterations_total", comm="loopwork")
+    assert len(series) == 1, "one series for both threads, got %s" % series
+    labels = series[0][0]
+    assert labels["exe"] == exe and "cgroup" in labels and "pid" not in labels, labels
+    assert_histogram_matches(agg, labels, [b for t in truth["threads"] for b in t["busy_ns"]],
+                             "both threads")
+    assert one(agg, "loopwatch_loop_threads_tracked")[1] == 0, "threads exited"
+    assert one(agg, "loopwatch_build_info")[0]["version"]
+
+    for t in truth["threads"]:
+        assert_histogram_matches(per, {"pid": str(truth["pid"]), "tid": str(t["tid"]),
+                                       "comm": "loopwork"},
+                                 t["busy_ns"], "thread %s" % t["profile"])
 
 
 def wait_for_metric(path, pred, timeout=15):
@@ -318,50 +328,29 @@ def test_prom_blocking_syscalls_match_workload_ground_truth(ctx):
     """3 nanosleeps of 30 ms and 3 waits of 20 ms on a held mutex: 3 clock_nanosleep
     and 3 futex calls with the workload's timed durations within 5 %, labelled like the
     process's loop series (pid too, but no tid, with --prom-per-pid); promtool passes."""
-    tmp = tempfile.mkdtemp(prefix="loopwatch-prom-")
     out = tmpfile()
     repeat = 3
     w = Workload([ctx.workload("stallwork"), out, PREROLL + "sleep,mutex", str(repeat),
                   "--go"])
-    agg = PromLoopwatch(ctx, os.path.join(tmp, "agg"), "-p", w.pid, interval=0.1)
-    per = PromLoopwatch(ctx, os.path.join(tmp, "per"), "-p", w.pid, "--prom-per-pid",
-                        interval=0.1)
-    try:
-        os.mkdir(os.path.join(tmp, "agg"))
-        os.mkdir(os.path.join(tmp, "per"))
-        agg.start()
-        per.start()
-        w.go()
-        w.wait()
-        agg.stop()
-        per.stop()
-        truth = ground_truth(out)
-        exe = os.path.realpath(ctx.workload("stallwork"))
+    agg, per = run_agg_and_per(ctx, w, interval=0.1)
+    truth = ground_truth(out)
+    exe = os.path.realpath(ctx.workload("stallwork"))
 
-        samples = read_metrics(agg.path)
-        loop, _ = one(samples, "loopwatch_loop_iterations_total", comm="stallwork", exe=exe)
-        assert "pid" not in loop, loop
-        assert_blocking_syscalls_match(samples, loop, truth, repeat, "aggregate")
-        for name, labels, _ in samples:
-            if name.startswith("loopwatch_blocking_syscall"):
-                assert set(labels) == set(loop) | {"syscall"}, \
-                    "%s: labels %s, the loop's %s" % (name, labels, loop)
+    loop, _ = one(agg, "loopwatch_loop_iterations_total", comm="stallwork", exe=exe)
+    assert "pid" not in loop, loop
+    assert_blocking_syscalls_match(agg, loop, truth, repeat, "aggregate")
+    for name, labels, _ in agg:
+        if name.startswith("loopwatch_blocking_syscall"):
+            assert set(labels) == set(loop) | {"syscall"}, \
+                "%s: labels %s, the loop's %s" % (name, labels, loop)
 
-        samples = read_metrics(per.path)
-        loop, _ = one(samples, "loopwatch_loop_iterations_total", comm="stallwork", exe=exe,
-                      pid=str(truth["pid"]), tid=str(truth["tid"]))
-        process = {k: v for k, v in loop.items() if k != "tid"}
-        assert_blocking_syscalls_match(samples, process, truth, repeat, "per pid")
-        assert not [l for n, l, _ in samples
-                    if n.startswith("loopwatch_blocking_syscall") and "tid" in l], \
-            "a tid label on a per-process aggregate"
-        for path in (agg.path, per.path):
-            promtool_check_metrics(path)
-    finally:
-        w.kill()
-        agg.kill()
-        per.kill()
-        shutil.rmtree(tmp, ignore_errors=True)
+    loop, _ = one(per, "loopwatch_loop_iterations_total", comm="stallwork", exe=exe,
+                  pid=str(truth["pid"]), tid=str(truth["tid"]))
+    process = {k: v for k, v in loop.items() if k != "tid"}
+    assert_blocking_syscalls_match(per, process, truth, repeat, "per pid")
+    assert not [l for n, l, _ in per
+                if n.startswith("loopwatch_blocking_syscall") and "tid" in l], \
+        "a tid label on a per-process aggregate"
 
 
 def test_prom_blocking_syscalls_keep_exited_processes(ctx):
@@ -417,6 +406,76 @@ def test_prom_blocking_syscalls_keep_exited_processes(ctx):
             w.kill()
         lw.kill()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+APPS = os.path.join(REPO, "tests", "apps")
+PYENV_311 = os.path.expanduser("~/.pyenv/versions/3.11.7/bin/python3.11")
+PROBE_FAMILIES = ("loopwatch_probe_calls_total", "loopwatch_probe_seconds_total",
+                  "loopwatch_probe_busy_seconds_total")
+
+
+def wait_for_probes(path, pid, timeout=15):
+    """Until loopwatch has attached its probes to the loop process pid: its loop series
+    is in the file (the model knows the thread), then the next probe rescan (every 2 s,
+    at the end of a 1 s interval) has had time to run."""
+    wait_for_metric(path, lambda samples: select(samples, "loopwatch_loop_iterations_total",
+                                                 pid=str(pid)), timeout)
+    time.sleep(3.5)
+
+
+def test_prom_probes_match_json_ground_truth(ctx):
+    """pyenv python3.11 makes 10 json.dumps and 10 json.loads on its loop thread:
+    per probe, calls exactly 10, seconds within 10 % of the interpreter's perf_counter
+    sum, busy seconds at most the seconds and at most the loop's busy time; labelled
+    like the process's loop series (pid, no tid, with --prom-per-pid); the counters
+    never go back while the file is rewritten; promtool passes."""
+    out = tmpfile()
+    calls = 10
+    w = Workload([PYENV_311, os.path.join(APPS, "probe_json.py"), out, str(calls)])
+    seen = {}
+
+    def never_back(path):
+        samples = read_metrics(path)
+        for name in PROBE_FAMILIES:
+            for l, v in select(samples, name, pid=str(w.pid)):
+                key = (name, l["probe"])
+                assert v >= seen.get(key, 0), "%s %s went back from %g to %g" % (
+                    name, l, seen[key], v)
+                seen[key] = v
+
+    agg, per = run_agg_and_per(ctx, w, interval=0.2,
+                               ready=lambda path: wait_for_probes(path, w.pid),
+                               watch=never_back)
+    truth = ground_truth(out)
+    exe = os.path.realpath(PYENV_311)
+    assert seen, "no probe series while the workload ran"
+
+    loop, _ = one(per, "loopwatch_loop_iterations_total", comm="python3.11", exe=exe,
+                  pid=str(w.pid))
+    process = {k: v for k, v in loop.items() if k != "tid"}
+    loop_busy = one(per, "loopwatch_loop_busy_seconds_total", **loop)[1]
+    for probe, key in (("json.dumps", "dumps_s"), ("json.loads", "loads_s")):
+        want_s = sum(truth[key])
+        n = one(per, "loopwatch_probe_calls_total", probe=probe, **process)[1]
+        secs = one(per, "loopwatch_probe_seconds_total", probe=probe, **process)[1]
+        busy = one(per, "loopwatch_probe_busy_seconds_total", probe=probe, **process)[1]
+        assert n == calls, "%s: %d calls, the workload made %d" % (probe, n, calls)
+        assert abs(secs - want_s) <= 0.1 * want_s, \
+            "%s: %.4f s, perf_counter timed %.4f s" % (probe, secs, want_s)
+        # every call ran between two of the loop's wait calls
+        assert 0.9 * secs <= busy <= secs and busy <= loop_busy, \
+            "%s: busy %.4f s, seconds %.4f s, loop busy %.4f s" % (probe, busy, secs,
+                                                                  loop_busy)
+    for name, labels, _ in per:
+        if name in PROBE_FAMILIES and labels.get("pid") == str(w.pid):
+            assert set(labels) == set(process) | {"probe"}, \
+                "%s: labels %s, the loop's %s" % (name, labels, loop)
+
+    # without pid labels: -p leaves no other loop process of that exe in the model
+    loop, _ = one(agg, "loopwatch_loop_iterations_total", comm="python3.11", exe=exe)
+    assert "pid" not in loop, loop
+    for probe in ("json.dumps", "json.loads"):
+        assert one(agg, "loopwatch_probe_calls_total", probe=probe, **loop)[1] == calls
 
 
 HOSTILE = r'''

@@ -2,29 +2,16 @@
  * The Prometheus sink on hand-built models: exact le buckets, escaping,
  * aggregation, counters that never go back (exit, rename, kernel record
  * restart, LRU eviction, pid reuse), the per-pid grace period, blocking
- * syscalls labelled like their process's loops, and container ids from
- * cgroup paths.
+ * syscalls and probes labelled like their process's loops, and container ids
+ * from cgroup paths.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include "check.h"
 #include "model.h"
 #include "sink_prom.h"
-
-static int passed, failed;
-
-#define CHECK(cond, ...)                                                     \
-	do {                                                                 \
-		if (cond) {                                                  \
-			passed++;                                            \
-		} else {                                                     \
-			failed++;                                            \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__);          \
-			printf(__VA_ARGS__);                                 \
-			printf("\n");                                        \
-		}                                                            \
-	} while (0)
 
 /* pids far above any real one: the model's /proc reads find nothing */
 #define FAKE_PID 4190000
@@ -319,63 +306,173 @@ static void syscall__add(struct model *m, __u32 pid, const char *comm, int nr, _
 	model__add_syscall(m, &key, &st);
 }
 
-#define SC(name, syscall, labels) name "{syscall=\"" syscall "\"," labels "}"
-#define CALLS(syscall, labels) SC("loopwatch_blocking_syscalls_total", syscall, labels)
-#define SECS(syscall, labels) SC("loopwatch_blocking_syscall_seconds_total", syscall, labels)
-#define NOLBL "comm=\"server\",exe=\"\",cgroup=\"\""
-
-static void test_syscalls_labelled_like_their_loops(void)
+/*
+ * One kernel record of (pid, probe id) in the current drain of the model;
+ * model__finish_probes closes the drain. comm is the calling thread's name.
+ */
+static void probe__add(struct model *m, __u32 pid, __u32 id, const char *comm,
+		       const char *label, __u64 calls, __u64 total_ns, __u64 busy_ns)
 {
+	static struct lw_probe_stats st;
+	struct lw_probe_key key = { .pid = pid, .id = id };
+
+	memset(&st, 0, sizeof(st));
+	snprintf(st.comm, sizeof(st.comm), "%s", comm);
+	st.calls = calls;
+	st.total_ns = total_ns;
+	st.busy_ns = busy_ns;
+	st.max_ns = calls ? total_ns / calls : 0;
+	st.hist.counts[lw_hist_bucket(st.max_ns)] = calls;
+	model__add_probe(m, &key, &st, label);
+}
+
+/* A kernel record in a drain: of its kind's first or second syscall or probe. */
+struct agg_rec {
+	__u32 pid;
+	const char *comm;
+	int which;
+	__u64 calls;
+	__u64 total_ns;
+};
+
+/*
+ * Syscalls and probes: what the kernel counts per process, exported with the
+ * same labels and guarantees. A kind says how its records reach the model
+ * and how its series are named.
+ */
+struct agg_kind {
+	const char *label;		/* "syscall" or "probe" */
+	const char *keys[2];
+	const char *calls;		/* the family of the count */
+	const char *seconds;		/* the family of the time */
+	void (*drain)(const struct agg_kind *k, struct model *m, const struct agg_rec *v,
+		      int n);
+};
+
+static void syscalls__drain(const struct agg_kind *k, struct model *m,
+			    const struct agg_rec *v, int n)
+{
+	static const int nr[] = { SYS_clock_nanosleep, SYS_futex };
+
+	(void)k;
+	model__clear_syscalls(m);
+	for (int i = 0; i < n; i++)
+		syscall__add(m, v[i].pid, v[i].comm, nr[v[i].which], v[i].calls, v[i].total_ns);
+	model__sort_syscalls(m);
+}
+
+/* all of a call inside a loop busy period; the probe id is which + 1 */
+static void probes__drain(const struct agg_kind *k, struct model *m, const struct agg_rec *v,
+			  int n)
+{
+	model__clear_probes(m);
+	for (int i = 0; i < n; i++)
+		probe__add(m, v[i].pid, v[i].which + 1, v[i].comm, k->keys[v[i].which],
+			   v[i].calls, v[i].total_ns, v[i].total_ns);
+	model__finish_probes(m);
+}
+
+static const struct agg_kind syscalls = {
+	"syscall", { "clock_nanosleep", "futex" }, "loopwatch_blocking_syscalls_total",
+	"loopwatch_blocking_syscall_seconds_total", syscalls__drain,
+};
+
+static const struct agg_kind probes = {
+	"probe", { "json.dumps", "json.loads" }, "loopwatch_probe_calls_total",
+	"loopwatch_probe_seconds_total", probes__drain,
+};
+
+#define NOLBL "comm=\"server\",exe=\"\",cgroup=\"\""
+#define PROBE_BUSY "loopwatch_probe_busy_seconds_total"
+
+/* family{syscall="futex",labels}: the name of a sample, valid for the next 7 calls */
+static const char *agg__series(const struct agg_kind *k, const char *family, int which,
+			       const char *labels)
+{
+	static char buf[8][512];
+	static unsigned int next;
+	char *s = buf[next++ % 8];
+
+	snprintf(s, sizeof(buf[0]), "%s{%s=\"%s\",%s}", family, k->label, k->keys[which], labels);
+	return s;
+}
+
+#define CALLS(k, which, labels) agg__series(k, (k)->calls, which, labels)
+#define SECS(k, which, labels) agg__series(k, (k)->seconds, which, labels)
+
+/* The text holds the sample with exactly this value as printed (exact seconds). */
+static bool has_sample(const char *text, const char *series, const char *value)
+{
+	char line[600];
+
+	snprintf(line, sizeof(line), "%s %s\n", series, value);
+	return strstr(text, line);
+}
+
+/* text holds "# TYPE family counter" and its HELP */
+static bool has_counter_family(const char *text, const char *family)
+{
+	char type[128], help[128];
+
+	snprintf(type, sizeof(type), "# TYPE %s counter\n", family);
+	snprintf(help, sizeof(help), "# HELP %s ", family);
+	return strstr(text, type) && strstr(text, help);
+}
+
+static void test_aggs_labelled_like_their_loops(const struct agg_kind *k)
+{
+	const struct agg_rec v[] = {
+		{ FAKE_PID, "server", 0, 3, 90000000 },
+		{ FAKE_PID, "server", 1, 2, 40000001 },
+		{ FAKE_PID + 1, "server", 0, 2, 60000000 },
+		/* a process whose loop thread the model has not seen (yet, or any more) */
+		{ FAKE_PID + 2, "server", 0, 1, 5000000 },
+	};
 	const __u64 busy[] = { 2000000 };
 	struct model *m = model__new();
 	struct sink_prom *agg = sink_prom__open(NULL, false, NULL, 0);
 	struct sink_prom *per = sink_prom__open(NULL, true, NULL, 0);
-	char *text;
+	char other[128], *text;
 
 	model__ingest(m, record(FAKE_PID, FAKE_PID + 3, busy, 1));
 	model__ingest(m, record(FAKE_PID + 1, FAKE_PID + 1, busy, 1));
 	thread__label(m, FAKE_PID + 3);
 	thread__label(m, FAKE_PID + 1);
-	model__clear_syscalls(m);
-	syscall__add(m, FAKE_PID, "server", SYS_clock_nanosleep, 3, 90000000);
-	syscall__add(m, FAKE_PID, "server", SYS_futex, 2, 40000001);
-	syscall__add(m, FAKE_PID + 1, "server", SYS_clock_nanosleep, 2, 60000000);
-	/* a process whose loop thread the model has not seen (yet, or any more) */
-	syscall__add(m, FAKE_PID + 2, "server", SYS_read, 1, 5000000);
-	model__sort_syscalls(m);
+	k->drain(k, m, v, 4);
 
 	text = render(agg, m, 0);
-	CHECK(sample(text, CALLS("clock_nanosleep", LBL)) == 5,
-	      "two processes of one program sum up:\n%s", text);
-	CHECK(strstr(text, SECS("clock_nanosleep", LBL) " 0.150000000\n"),
-	      "blocked time in exact seconds");
-	CHECK(sample(text, CALLS("futex", LBL)) == 2, "another syscall, another series");
-	CHECK(strstr(text, SECS("futex", LBL) " 0.040000001\n"), "futex seconds");
-	CHECK(sample(text, CALLS("read", NOLBL)) == 1, "no loop thread: empty exe and cgroup");
-	CHECK(strstr(text, "# TYPE loopwatch_blocking_syscall_seconds_total counter\n") &&
-	      strstr(text, "# TYPE loopwatch_blocking_syscalls_total counter\n") &&
-	      strstr(text, "# HELP loopwatch_blocking_syscalls_total "), "HELP and TYPE");
+	CHECK(sample(text, CALLS(k, 0, LBL)) == 5, "%s: two processes of one program sum up:\n%s",
+	      k->label, text);
+	CHECK(has_sample(text, SECS(k, 0, LBL), "0.150000000"), "%s: exact seconds", k->label);
+	CHECK(sample(text, CALLS(k, 1, LBL)) == 2, "%s: another one, another series", k->label);
+	CHECK(has_sample(text, SECS(k, 1, LBL), "0.040000001"), "%s: its seconds", k->label);
+	CHECK(sample(text, CALLS(k, 0, NOLBL)) == 1, "%s: no loop thread: empty exe and cgroup",
+	      k->label);
+	CHECK(has_counter_family(text, k->calls) && has_counter_family(text, k->seconds),
+	      "%s: HELP and TYPE", k->label);
 	CHECK(sample(text, "loopwatch_loop_threads_tracked") == 2,
-	      "syscall aggregates are not loop threads");
-	CHECK(!strstr(text, "loopwatch_loop_iterations_total{syscall="),
-	      "syscall series only in the syscall families");
-	CHECK(!strstr(text, "loopwatch_blocking_syscalls_total{comm="),
-	      "loop series only in the loop families");
+	      "%s: aggregates are not loop threads", k->label);
+	snprintf(other, sizeof(other), "loopwatch_loop_iterations_total{%s=", k->label);
+	CHECK(!strstr(text, other), "%s series only in their families", k->label);
+	snprintf(other, sizeof(other), "%s{comm=", k->calls);
+	CHECK(!strstr(text, other), "loop series not in the %s families", k->label);
 	free(text);
 
 	text = render(per, m, 0);
-	CHECK(sample(text, CALLS("clock_nanosleep", LBL ",pid=\"4190000\"")) == 3,
-	      "per pid: pid but no tid (the kernel sums a process's threads):\n%s", text);
-	CHECK(sample(text, CALLS("clock_nanosleep", LBL ",pid=\"4190001\"")) == 2,
-	      "per pid: the other process");
+	CHECK(sample(text, CALLS(k, 0, LBL ",pid=\"4190000\"")) == 3,
+	      "%s per pid: pid but no tid (the kernel sums a process's threads):\n%s", k->label,
+	      text);
+	CHECK(sample(text, CALLS(k, 0, LBL ",pid=\"4190001\"")) == 2,
+	      "%s per pid: the other process", k->label);
 	free(text);
 	sink_prom__close(agg);
 	sink_prom__close(per);
 	model__free(m);
 }
 
-static void test_syscalls_monotonic(void)
+static void test_aggs_monotonic(const struct agg_kind *k)
 {
+	struct agg_rec r = { FAKE_PID, "server", 0, 3, 90000000 };
 	const __u64 busy[] = { 2000000 };
 	struct model *m = model__new();
 	struct sink_prom *sp = sink_prom__open(NULL, false, NULL, 0);
@@ -384,33 +481,28 @@ static void test_syscalls_monotonic(void)
 
 	model__ingest(m, record(FAKE_PID, FAKE_PID, busy, 1));
 	thread__label(m, FAKE_PID);
-	model__clear_syscalls(m);
-	syscall__add(m, FAKE_PID, "server", SYS_clock_nanosleep, 3, 90000000);
+	k->drain(k, m, &r, 1);
 	free(render(sp, m, 0));
 
 	/* the kernel's LRU evicted the entry: what it counted stays */
-	model__clear_syscalls(m);
+	k->drain(k, m, NULL, 0);
 	text = render(sp, m, 1);
-	CHECK(sample(text, CALLS("clock_nanosleep", LBL)) == 3, "evicted: kept:\n%s", text);
+	CHECK(sample(text, CALLS(k, 0, LBL)) == 3, "%s evicted: kept:\n%s", k->label, text);
 	free(text);
 
 	/* the entry comes back from zero: counted on top */
-	syscall__add(m, FAKE_PID, "server", SYS_clock_nanosleep, 1, 30000000);
+	r.calls = 1;
+	r.total_ns = 30000000;
+	k->drain(k, m, &r, 1);
 	text = render(sp, m, 2);
-	CHECK(sample(text, CALLS("clock_nanosleep", LBL)) == 4, "recreated: on top:\n%s", text);
-	CHECK(strstr(text, SECS("clock_nanosleep", LBL) " 0.120000000\n"), "seconds on top");
+	CHECK(sample(text, CALLS(k, 0, LBL)) == 4, "%s recreated: on top:\n%s", k->label, text);
+	CHECK(has_sample(text, SECS(k, 0, LBL), "0.120000000"), "%s: seconds on top", k->label);
 	free(text);
-	model__clear_syscalls(m);
-	syscall__add(m, FAKE_PID, "server", SYS_clock_nanosleep, 2, 60000000);
+	r.calls = 2;
+	r.total_ns = 60000000;
+	k->drain(k, m, &r, 1);
 	text = render(sp, m, 3);
-	CHECK(sample(text, CALLS("clock_nanosleep", LBL)) == 5, "then grows by its delta");
-	free(text);
-
-	/* evicted and recreated between two writes, now below the last value */
-	model__clear_syscalls(m);
-	syscall__add(m, FAKE_PID, "server", SYS_clock_nanosleep, 1, 30000000);
-	text = render(sp, m, 4);
-	CHECK(sample(text, CALLS("clock_nanosleep", LBL)) == 6, "went back: on top:\n%s", text);
+	CHECK(sample(text, CALLS(k, 0, LBL)) == 5, "%s: then grows by its delta", k->label);
 	free(text);
 
 	/*
@@ -420,53 +512,238 @@ static void test_syscalls_monotonic(void)
 	t = thread__find(m, FAKE_PID);
 	model__forget(m, FAKE_PID);
 	free(t);
-	text = render(sp, m, 5);
-	CHECK(sample(text, CALLS("clock_nanosleep", LBL)) == 6, "labels kept:\n%s", text);
-	CHECK(sample(text, CALLS("clock_nanosleep", NOLBL)) == -1, "no exe=\"\" series");
-	free(text);
-
-	/* its pid is reused by another program: a new series, the old one keeps 6 */
-	model__clear_syscalls(m);
-	syscall__add(m, FAKE_PID, "other", SYS_clock_nanosleep, 1, 30000000);
-	text = render(sp, m, 6);
-	CHECK(sample(text, CALLS("clock_nanosleep", LBL)) == 6, "old process kept:\n%s", text);
-	CHECK(sample(text, CALLS("clock_nanosleep",
-				 "comm=\"other\",exe=\"\",cgroup=\"\"")) == 1, "new process");
+	text = render(sp, m, 4);
+	CHECK(sample(text, CALLS(k, 0, LBL)) == 5, "%s: labels kept:\n%s", k->label, text);
+	CHECK(sample(text, CALLS(k, 0, NOLBL)) == -1, "%s: no exe=\"\" series", k->label);
 	free(text);
 	sink_prom__close(sp);
 	model__free(m);
 }
 
-static void test_syscalls_grace_period(void)
+static void test_aggs_grace_period(const struct agg_kind *k)
 {
+	const struct agg_rec r = { FAKE_PID, "server", 1, 4, 80000000 };
 	const __u64 busy[] = { 2000000 };
 	struct model *m = model__new();
 	struct sink_prom *per = sink_prom__open(NULL, true, NULL, 0);
 	struct sink_prom *agg = sink_prom__open(NULL, false, NULL, 0);
-	const char *series = CALLS("futex", NOLBL ",pid=\"4190000\"");
+	const char *series = CALLS(k, 1, NOLBL ",pid=\"4190000\"");
 	char *text;
 
 	model__ingest(m, record(FAKE_PID, FAKE_PID, busy, 1));
-	model__clear_syscalls(m);
-	syscall__add(m, FAKE_PID, "server", SYS_futex, 4, 80000000);
+	k->drain(k, m, &r, 1);
 	free(render(per, m, 100));
 	free(render(agg, m, 100));
 	rec.flags = LW_THREAD_EXITED;
 	model__ingest(m, &rec);
 	text = render(per, m, 200);
-	CHECK(sample(text, series) == 4, "exited: kept during the grace period:\n%s", text);
+	CHECK(sample(text, series) == 4, "%s exited: kept during the grace period:\n%s", k->label,
+	      text);
 	free(text);
 	text = render(per, m, 200 + PROM_GRACE_S + 1);
-	CHECK(sample(text, series) == -1, "gone after the grace period:\n%s", text);
+	CHECK(sample(text, series) == -1, "%s: gone after the grace period:\n%s", k->label, text);
 	free(text);
 	text = render(per, m, 200 + PROM_GRACE_S + 60);
-	CHECK(sample(text, series) == -1, "and does not come back while the kernel has it");
+	CHECK(sample(text, series) == -1, "%s: and does not come back while the kernel has it",
+	      k->label);
 	free(text);
 	text = render(agg, m, 200 + PROM_GRACE_S + 60);
-	CHECK(sample(text, CALLS("futex", NOLBL)) == 4, "aggregate series stay:\n%s", text);
+	CHECK(sample(text, CALLS(k, 1, NOLBL)) == 4, "%s: aggregate series stay:\n%s", k->label,
+	      text);
 	free(text);
 	sink_prom__close(per);
 	sink_prom__close(agg);
+	model__free(m);
+}
+
+static void test_syscalls_restart_and_pid_reuse(void)
+{
+	struct agg_rec r = { FAKE_PID, "server", 0, 3, 90000000 };
+	const __u64 busy[] = { 2000000 };
+	struct model *m = model__new();
+	struct sink_prom *sp = sink_prom__open(NULL, false, NULL, 0);
+	struct loop_thread *t;
+	char *text;
+
+	model__ingest(m, record(FAKE_PID, FAKE_PID, busy, 1));
+	thread__label(m, FAKE_PID);
+	syscalls__drain(&syscalls, m, &r, 1);
+	free(render(sp, m, 0));
+
+	/* evicted and recreated between two writes, now below the last value: on top */
+	r.calls = 1;
+	r.total_ns = 30000000;
+	syscalls__drain(&syscalls, m, &r, 1);
+	text = render(sp, m, 1);
+	CHECK(sample(text, CALLS(&syscalls, 0, LBL)) == 4, "went back: on top:\n%s", text);
+	free(text);
+
+	/* the process is gone; its pid is reused by another program: a new series */
+	t = thread__find(m, FAKE_PID);
+	model__forget(m, FAKE_PID);
+	free(t);
+	r.comm = "other";
+	syscalls__drain(&syscalls, m, &r, 1);
+	text = render(sp, m, 2);
+	CHECK(sample(text, CALLS(&syscalls, 0, LBL)) == 4, "old process kept:\n%s", text);
+	CHECK(sample(text, CALLS(&syscalls, 0, "comm=\"other\",exe=\"\",cgroup=\"\"")) == 1,
+	      "new process");
+	free(text);
+	sink_prom__close(sp);
+	model__free(m);
+}
+
+static void test_probes_busy_and_names(void)
+{
+	const __u64 busy[] = { 2000000 };
+	struct model *m = model__new();
+	struct sink_prom *sp = sink_prom__open(NULL, false, NULL, 0);
+	char *text;
+
+	model__ingest(m, record(FAKE_PID, FAKE_PID, busy, 1));
+	thread__label(m, FAKE_PID);
+	model__clear_probes(m);
+	/* the kernel names a probe record after the thread that called first */
+	probe__add(m, FAKE_PID, 1, "worker-3", "json.dumps", 10, 250000000, 200000000);
+	/* two probes under one label (JSON.parse of one- and two-byte strings) */
+	probe__add(m, FAKE_PID, 7, "server", "json.loads", 2, 2000000, 0);
+	probe__add(m, FAKE_PID, 8, "server", "json.loads", 3, 3000000, 1000001);
+	model__finish_probes(m);
+
+	text = render(sp, m, 0);
+	CHECK(sample(text, CALLS(&probes, 0, LBL)) == 10,
+	      "named after the process, like its loops:\n%s", text);
+	CHECK(!strstr(text, "comm=\"worker-3\""), "no series under a thread's name");
+	CHECK(has_sample(text, agg__series(&probes, PROBE_BUSY, 0, LBL), "0.200000000"),
+	      "busy seconds exact");
+	CHECK(sample(text, CALLS(&probes, 1, LBL)) == 5, "one label, one series");
+	CHECK(has_sample(text, agg__series(&probes, PROBE_BUSY, 1, LBL), "0.001000001"),
+	      "its busy time summed");
+	CHECK(has_counter_family(text, PROBE_BUSY), "HELP and TYPE");
+	free(text);
+	sink_prom__close(sp);
+	model__free(m);
+}
+
+/* A drain of FAKE_PID's json.dumps in one or two records (ids 1 and 2). */
+static void dumps__drain(struct model *m, __u64 calls1, __u64 calls2)
+{
+	model__clear_probes(m);
+	if (calls1)
+		probe__add(m, FAKE_PID, 1, "server", "json.dumps", calls1, calls1 * 1000000,
+			   calls1 * 500000);
+	if (calls2)
+		probe__add(m, FAKE_PID, 2, "server", "json.dumps", calls2, calls2 * 1000000,
+			   calls2 * 500000);
+	model__finish_probes(m);
+}
+
+static void test_probes_sum_records_without_counting_twice(void)
+{
+	const __u64 busy[] = { 2000000 };
+	struct model *m = model__new();
+	struct sink_prom *sp = sink_prom__open(NULL, false, NULL, 0);
+	const char *calls = CALLS(&probes, 0, LBL);
+	struct loop_thread *t;
+	char *text;
+
+	model__ingest(m, record(FAKE_PID, FAKE_PID, busy, 1));
+	thread__label(m, FAKE_PID);
+	dumps__drain(m, 3, 0);
+	free(render(sp, m, 0));
+	dumps__drain(m, 3, 40);
+	text = render(sp, m, 1);
+	CHECK(sample(text, calls) == 43, "a second record under the label: summed:\n%s", text);
+	free(text);
+
+	/*
+	 * The first record goes, the second grows: the sum falls to 41. Those
+	 * 41 were counted already (but the growth of 1 in the interval is lost):
+	 * counting them from zero would add 40 calls that never happened.
+	 */
+	dumps__drain(m, 0, 41);
+	text = render(sp, m, 2);
+	CHECK(sample(text, calls) == 43, "one of two records evicted: no calls twice:\n%s",
+	      text);
+	free(text);
+	dumps__drain(m, 0, 50);
+	text = render(sp, m, 3);
+	CHECK(sample(text, calls) == 52, "then grows by its delta:\n%s", text);
+	CHECK(has_sample(text, SECS(&probes, 0, LBL), "0.052000000"), "seconds too");
+	free(text);
+
+	/*
+	 * With no loop thread to name the process, the model names a sum of
+	 * records after the first one it reads, and each record after its
+	 * first caller: a name that changes with the order of the kernel's
+	 * table is not another process.
+	 */
+	t = thread__find(m, FAKE_PID);
+	model__forget(m, FAKE_PID);
+	free(t);
+	model__clear_probes(m);
+	probe__add(m, FAKE_PID, 3, "worker-3", "json.dumps", 1, 1000000, 500000);
+	probe__add(m, FAKE_PID, 2, "server", "json.dumps", 50, 50000000, 25000000);
+	model__finish_probes(m);
+	text = render(sp, m, 4);
+	CHECK(sample(text, calls) == 53, "first caller's name: same series, no calls twice:\n%s",
+	      text);
+	free(text);
+
+	/* its pid reused by another loop program: new labels, the old series keeps 53 */
+	model__ingest(m, record(FAKE_PID, FAKE_PID + 5, busy, 1));
+	t = thread__find(m, FAKE_PID + 5);
+	strcpy(t->comm, "other");
+	strcpy(t->exe, "/usr/bin/other");
+	dumps__drain(m, 0, 54);
+	text = render(sp, m, 5);
+	CHECK(sample(text, calls) == 53, "old process kept:\n%s", text);
+	CHECK(sample(text, CALLS(&probes, 0, "comm=\"other\",exe=\"/usr/bin/other\","
+				 "cgroup=\"\"")) == 3, "the new one counts from its start");
+	free(text);
+	sink_prom__close(sp);
+	model__free(m);
+}
+
+/* A process with no loop thread is alive while its probe counts move. */
+static void test_probes_quiet_process_grace_period(void)
+{
+	const char *series = CALLS(&probes, 0, NOLBL ",pid=\"4190001\"");
+	struct agg_rec r = { FAKE_PID + 1, "server", 0, 2, 2000000 };
+	struct model *m = model__new();
+	struct sink_prom *per = sink_prom__open(NULL, true, NULL, 0);
+	/* gone from 101 s on: the first write that saw no new calls */
+	double end = 101 + PROM_GRACE_S;
+	char *text;
+
+	probes__drain(&probes, m, &r, 1);
+	free(render(per, m, 0));
+	r.calls = 3;
+	probes__drain(&probes, m, &r, 1);
+	free(render(per, m, 100));
+	text = render(per, m, 101);
+	CHECK(sample(text, series) == 3, "quiet: kept:\n%s", text);
+	free(text);
+	text = render(per, m, end - 1);
+	CHECK(sample(text, series) == 3, "kept during the grace period");
+	free(text);
+	text = render(per, m, end + 1);
+	CHECK(sample(text, series) == -1, "quiet for the grace period: gone:\n%s", text);
+	free(text);
+	text = render(per, m, end + 60);
+	CHECK(sample(text, series) == -1, "and stays gone while its counts do not move");
+	free(text);
+
+	/* it calls again: back, counting from there */
+	r.calls = 5;
+	probes__drain(&probes, m, &r, 1);
+	text = render(per, m, end + 120);
+	CHECK(sample(text, series) == 2, "calls again: a series of the new calls:\n%s", text);
+	free(text);
+	text = render(per, m, end + 121);
+	CHECK(sample(text, series) == 2, "and is kept while quiet");
+	free(text);
+	sink_prom__close(per);
 	model__free(m);
 }
 
@@ -477,10 +754,16 @@ int main(void)
 	test_aggregate_and_per_pid();
 	test_monotonic();
 	test_grace_period();
-	test_syscalls_labelled_like_their_loops();
-	test_syscalls_monotonic();
-	test_syscalls_grace_period();
+	test_aggs_labelled_like_their_loops(&syscalls);
+	test_aggs_labelled_like_their_loops(&probes);
+	test_aggs_monotonic(&syscalls);
+	test_aggs_monotonic(&probes);
+	test_aggs_grace_period(&syscalls);
+	test_aggs_grace_period(&probes);
+	test_syscalls_restart_and_pid_reuse();
+	test_probes_busy_and_names();
+	test_probes_sum_records_without_counting_twice();
+	test_probes_quiet_process_grace_period();
 	test_container_id();
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+	return check__report();
 }
