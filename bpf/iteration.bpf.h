@@ -7,6 +7,7 @@
 #define LOOPWATCH_ITERATION_BPF_H
 
 #include "maps.bpf.h"
+#include "python.bpf.h"
 
 static __always_inline void counter__inc(enum lw_counter which)
 {
@@ -125,6 +126,8 @@ static __always_inline void capture__take(void *ctx, struct lw_capture *cap, __u
 	cap->stack.user = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
 	cap->stack.kernel = kskip < 0 ? -1 :
 			    bpf_get_stackid(ctx, &stacks, kskip & BPF_F_SKIP_FIELD_MASK);
+	/* the Python frame chain changes as soon as the thread runs on */
+	cap->stack.python = python__capture();
 	if (bpf_probe_read_user(cap->words, sizeof(cap->words), (void *)user_sp))
 		__builtin_memset(cap->words, 0, sizeof(cap->words));
 }

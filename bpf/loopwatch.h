@@ -108,6 +108,7 @@ struct lw_new_loop_event {
 struct lw_stack_ref {
 	__s32 user;
 	__s32 kernel;
+	__u32 python;		/* id in "py_stacks" (bpf/python.h); 0: no Python stack */
 };
 
 /* A stack taken while the task was about to leave the CPU. */

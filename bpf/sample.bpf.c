@@ -27,5 +27,6 @@ int loop_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	l->iter.samples[slot].user = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
 	l->iter.samples[slot].kernel = bpf_get_stackid(ctx, &stacks, 0);
+	l->iter.samples[slot].python = python__capture();
 	return 0;
 }

@@ -12,6 +12,7 @@
 struct attributor {
 	struct collector *c;
 	struct symbolizer *sym;
+	struct python_syms *py;
 	double mono_to_wall;	/* add to CLOCK_MONOTONIC seconds for unix time */
 	probe_label_fn label;
 	const void *label_ctx;
@@ -47,7 +48,10 @@ struct attributor *attributor__new(struct collector *c)
 		return NULL;
 	a->c = c;
 	a->sym = symbolizer__new();
-	if (!a->sym) {
+	a->py = python_syms__new();
+	if (!a->sym || !a->py) {
+		symbolizer__free(a->sym);
+		python_syms__free(a->py);
 		free(a);
 		return NULL;
 	}
@@ -60,6 +64,7 @@ void attributor__free(struct attributor *a)
 	if (!a)
 		return;
 	symbolizer__free(a->sym);
+	python_syms__free(a->py);
 	free(a);
 }
 
@@ -68,8 +73,21 @@ void attributor__prefetch(struct attributor *a, __u32 pid)
 	uint64_t ip = 0;
 	struct frame f;
 
-	if (a)
-		symbolizer__symbolize(a->sym, (int)pid, &ip, 1, false, &f, 1);
+	struct lw_py_proc cfg;
+	char version[32];
+
+	if (!a)
+		return;
+	symbolizer__symbolize(a->sym, (int)pid, &ip, 1, false, &f, 1);
+	/*
+	 * A CPython process: the BPF side walks its frames from now on. Anything
+	 * else drops what a previous owner of the pid left.
+	 */
+	python__forget_pid(a->py, (int)pid);
+	if (python__detect((int)pid, &cfg, version, sizeof(version)) >= 0)
+		collector__set_python(a->c, pid, &cfg);
+	else
+		collector__set_python(a->c, pid, NULL);
 }
 
 const char *stall_cause__name(enum stall_cause c)
@@ -108,6 +126,27 @@ void probe_report__free(struct probe_report *r)
 	stack_report__clear(&r->stack);
 }
 
+/* The Python frames the BPF side walked with this stack, spliced into it. */
+static void stack__add_python(struct attributor *a, __u32 pid, __u32 id, struct stack_report *out)
+{
+	struct frame py[LW_PY_MAX_DEPTH + 1], *merged;
+	struct lw_py_stack st;
+	int npy, max;
+
+	if (!id || !out->frames || !collector__read_py_stack(a->c, id, &st))
+		return;
+	npy = python__symbolize(a->py, (int)pid, &st, py, LW_PY_MAX_DEPTH + 1);
+	if (!npy)
+		return;
+	max = out->nframes + npy;
+	merged = calloc((size_t)max, sizeof(*merged));
+	if (!merged)
+		return;
+	out->nframes = python__splice(out->frames, out->nframes, py, npy, merged, max);
+	free(out->frames);
+	out->frames = merged;
+}
+
 /*
  * Kernel frames, then user frames: one stack, leaf first. words, when given,
  * are the top of the user stack saved with it, to recover a skipped caller.
@@ -136,6 +175,7 @@ static void stack__resolve(struct attributor *a, __u32 pid, struct lw_stack_ref 
 	if (nu)
 		out->nframes += symbolizer__symbolize(a->sym, (int)pid, uips, nu, false,
 						      out->frames + out->nframes, nu);
+	stack__add_python(a, pid, ref.python, out);
 }
 
 static bool module__is_runtime(const char *m)
@@ -145,23 +185,39 @@ static bool module__is_runtime(const char *m)
 }
 
 /* The user frames that best name a culprit: skip libc and the vDSO when we can. */
-static void stack__top(const struct stack_report *s, char *buf, size_t len)
+/* The interpreter's own library: json.dumps is rarely the frame to show. */
+static bool file__is_stdlib(const char *file)
 {
-	int first = -1, shown = 0;
-	size_t used = 0;
+	return strstr(file, "/lib/python") && !strstr(file, "-packages/");
+}
+
+/* The frame to start from: the user's own code first, libc and the stdlib last. */
+static int stack__culprit(const struct stack_report *s, bool python)
+{
+	int first = -1;
 
 	for (int i = 0; i < s->nframes; i++) {
 		const struct frame *f = &s->frames[i];
 
-		if (f->kind == FRAME_KERNEL || !f->func[0])
+		if (python != (f->kind == FRAME_PYTHON) || !f->func[0] || f->func[0] == '[')
 			continue;
 		if (first < 0)
 			first = i;
-		if (!module__is_runtime(f->module)) {
-			first = i;
-			break;
-		}
+		if (python ? !file__is_stdlib(f->file) : !module__is_runtime(f->module))
+			return i;
 	}
+	return first;
+}
+
+/* The two frames that best name a culprit: Python code when there is any. */
+static void stack__top(const struct stack_report *s, char *buf, size_t len)
+{
+	int first = stack__culprit(s, true), shown = 0;
+	bool python = first >= 0;
+	size_t used = 0;
+
+	if (!python)
+		first = stack__culprit(s, false);
 	buf[0] = '\0';
 	if (first < 0) {
 		snprintf(buf, len, "[unknown]");
@@ -169,11 +225,17 @@ static void stack__top(const struct stack_report *s, char *buf, size_t len)
 	}
 	for (int i = first; i < s->nframes && shown < 2 && used < len; i++) {
 		const struct frame *f = &s->frames[i];
+		const char *base = strrchr(f->file, '/');
 
-		if (f->kind == FRAME_KERNEL || !f->func[0])
+		if (python != (f->kind == FRAME_PYTHON) || !f->func[0])
 			continue;
-		used += (size_t)snprintf(buf + used, len - used, "%s%s", shown ? " < " : "",
-					 f->func);
+		if (python)
+			used += (size_t)snprintf(buf + used, len - used, "%s%s (%s:%d)",
+						 shown ? " < " : "", f->func,
+						 base ? base + 1 : f->file, f->line);
+		else
+			used += (size_t)snprintf(buf + used, len - used, "%s%s",
+						 shown ? " < " : "", f->func);
 		shown++;
 	}
 }
@@ -204,7 +266,7 @@ static void stall__add_samples(struct attributor *a, const struct lw_stall_event
 		for (j = 0; j < nuniq; j++) {
 			struct lw_stack_ref o = e->iter.samples[first[j]];
 
-			if (o.user == s.user && o.kernel == s.kernel)
+			if (o.user == s.user && o.kernel == s.kernel && o.python == s.python)
 				break;
 		}
 		if (j == nuniq)
@@ -217,6 +279,37 @@ static void stall__add_samples(struct attributor *a, const struct lw_stall_event
 		memset(s, 0, sizeof(*s));
 		s->samples = counts[j];
 		stack__resolve(a, e->pid, e->iter.samples[first[j]], NULL, s);
+	}
+}
+
+static bool frames__same_functions(const struct stack_report *x, const struct stack_report *y)
+{
+	if (x->nframes != y->nframes)
+		return false;
+	for (int i = 0; i < x->nframes; i++) {
+		const struct frame *f = &x->frames[i], *g = &y->frames[i];
+
+		if (f->kind != g->kind || f->line != g->line || strcmp(f->func, g->func) ||
+		    strcmp(f->module, g->module) || strcmp(f->file, g->file))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Samples whose stacks differ only in offsets (a Python frame's instruction,
+ * a native leaf's ip) name the same code: one entry with their count.
+ */
+static void stall__merge_samples(struct stall_report *r)
+{
+	for (int i = 0; i < r->nstacks; i++) {
+		for (int j = i + 1; j < r->nstacks; j++) {
+			if (!frames__same_functions(&r->stacks[i], &r->stacks[j]))
+				continue;
+			r->stacks[i].samples += r->stacks[j].samples;
+			stack_report__clear(&r->stacks[j]);
+			r->stacks[j--] = r->stacks[--r->nstacks];
+		}
 	}
 }
 
@@ -321,6 +414,7 @@ int attributor__stall(struct attributor *a, const struct lw_stall_event *e,
 		p->ns = e->iter.probes[i].ns;
 	}
 	stall__add_samples(a, e, r);
+	stall__merge_samples(r);
 	stall__add_blocks(a, e, r);
 	stall__add_runq(a, e, r);
 	main_stack = stall__main_stack(r);

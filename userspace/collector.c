@@ -228,6 +228,20 @@ int collector__read_stack(struct collector *c, __s32 id, uint64_t *ips, int max)
 	return n;
 }
 
+bool collector__read_py_stack(struct collector *c, __u32 id, struct lw_py_stack *st)
+{
+	return id && !bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.py_stacks), &id, st);
+}
+
+int collector__set_python(struct collector *c, __u32 pid, const struct lw_py_proc *cfg)
+{
+	int fd = bpf_map__fd(c->skel->maps.py_procs);
+
+	if (!cfg)
+		return bpf_map_delete_elem(fd, &pid);
+	return bpf_map_update_elem(fd, &pid, cfg, BPF_ANY);
+}
+
 void collector__counters(struct collector *c, __u64 *dropped, __u64 *loops_full)
 {
 	int ncpus = libbpf_num_possible_cpus(), fd = bpf_map__fd(c->skel->maps.counters);

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "lwtypes.h"
+#include "python.h"
 
 typedef void (*loop_fn)(const struct lw_loop *loop, void *ctx);
 /* a stall or blocking-call event from the ring buffer (struct lw_*_event) */
@@ -44,6 +45,10 @@ struct bpf_link *collector__attach_probe(struct collector *c, const char *path, 
 					 __u32 cookie, bool retprobe);
 /* Stack ips by id from the kernel's stack map; returns the depth, 0 if gone. */
 int collector__read_stack(struct collector *c, __s32 id, uint64_t *ips, int max);
+/* A Python stack by id from "py_stacks"; false if gone (or id 0). */
+bool collector__read_py_stack(struct collector *c, __u32 id, struct lw_py_stack *st);
+/* Walk pid's Python frames with cfg from now on; NULL cfg: no more. */
+int collector__set_python(struct collector *c, __u32 pid, const struct lw_py_proc *cfg);
 /* Kernel-side self counters (events dropped, loop map full), summed over CPUs. */
 void collector__counters(struct collector *c, __u64 *dropped, __u64 *loops_full);
 typedef void (*syscall_fn)(const struct lw_syscall_key *key, const struct lw_syscall_stats *st,

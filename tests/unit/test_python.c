@@ -1,0 +1,368 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Unit test for the pure parts of Python support (userspace/pyline.c,
+ * userspace/python_splice.c) and the parts that only read /proc and ELF
+ * (python__detect, python__symbolize on bad input). Needs root and
+ * /usr/bin/python3 (Debian's 3.11); pyenv 2.7 is used when present.
+ * The BPF walker itself is proven by tools/pywalk and tests/e2e/test_python.py.
+ */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+/* by path: bpf/ has a python.h too, and it comes first in the include path */
+#include "../../userspace/python.h"
+#include "../../userspace/pyline.h"
+
+static int passed, failed;
+
+#define CHECK(cond, ...)						\
+	do {								\
+		if (cond) {						\
+			passed++;					\
+		} else {						\
+			failed++;					\
+			printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+			printf(__VA_ARGS__);				\
+			printf("\n");					\
+		}							\
+	} while (0)
+
+static size_t hex__decode(const char *hex, uint8_t *out)
+{
+	size_t n = 0;
+
+	for (; hex[0] && hex[1]; hex += 2)
+		sscanf(hex, "%2hhx", &out[n++]);
+	return n;
+}
+
+/*
+ * One function's table in three formats and CPython's own answer per code
+ * unit (PyCode_Addr2Line), from:
+ *	def f(a):
+ *	    x = a + 1
+ *	    if x:
+ *	        y = [i
+ *	             for i in range(3)]
+ *	        return y
+ *	    return {
+ *	        "k": x,
+ *	    }
+ */
+static void test_line_tables(void)
+{
+	static const struct {
+		enum pyline_format fmt;
+		const char *hex;
+		int lines[48];
+		int n;
+	} cases[] = {
+		{ PYLINE_LNOTAB, "000108010401060106ff06020402020002ff",	/* 3.8 */
+		  { 2, 2, 2, 2, 3, 3, 4, 4, 4, 5, 5, 5, 4, 4, 4, 6, 6, 8, 8, 7, 7 }, 21 },
+		{ PYLINE_LINETABLE_310, "080104010601060106ff0402040204ff",	/* 3.10 */
+		  { 2, 2, 2, 2, 3, 3, 4, 4, 4, 5, 5, 5, 4, 4, 4, 6, 6, 8, 8, 7, 7 }, 21 },
+		{ PYLINE_LOCATIONS,						/* 3.12 */
+		  "8000d80809884189058041d90708e4161b98419368f603010d20d81112f203000e0ff000010d2088"
+		  "01f000010d20e00f108808e0080b8851f003020c06f000020506f9f207010d20",
+		  { 1, 2, 2, 2, 2, 2, 3, 3, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 4, 4, 4, 4, 4, 4, 4,
+		    5, 4, 4, 4, 4, 4, 4, 6, 6, 8, 8, 7, 7, -1, -1, 4, 4, 4 }, 43 },
+	};
+	uint8_t tab[256];
+
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		size_t len = hex__decode(cases[c].hex, tab);
+
+		for (int u = 0; u < cases[c].n; u++) {
+			int64_t pos = cases[c].fmt == PYLINE_LOCATIONS ? u : 2 * u;
+			int got = pyline__find(cases[c].fmt, tab, len, 1, pos);
+
+			CHECK(got == cases[c].lines[u], "format %d unit %d: %d, want %d",
+			      cases[c].fmt, u, got, cases[c].lines[u]);
+		}
+		/* not started yet: the first line, as PyCode_Addr2Line says */
+		CHECK(pyline__find(cases[c].fmt, tab, len, 1, -1) == 1, "format %d", cases[c].fmt);
+	}
+	CHECK(pyline__find(PYLINE_LOCATIONS, NULL, 0, 7, 3) == -1, "no table");
+}
+
+/* Tables from the target are untrusted: random bytes end in some line, never a crash. */
+static void test_line_tables_garbage(void)
+{
+	uint8_t tab[64];
+
+	srand(1);
+	for (int i = 0; i < 20000; i++) {
+		size_t len = (size_t)(rand() % (int)sizeof(tab));
+
+		for (size_t j = 0; j < len; j++)
+			tab[j] = (uint8_t)rand();
+		pyline__find((enum pyline_format)(i % 3), tab, len, rand() % 1000, rand() % 500);
+	}
+	/* a varint that never ends must stop at the table's end */
+	memset(tab, 0xff, sizeof(tab));
+	tab[0] = 0x80 | 14 << 3;
+	pyline__find(PYLINE_LOCATIONS, tab, sizeof(tab), 1, 1000);
+	CHECK(1, "garbage tables");
+}
+
+static struct frame native(const char *func, const char *module)
+{
+	struct frame f = { .kind = FRAME_NATIVE };
+
+	snprintf(f.func, sizeof(f.func), "%s", func);
+	snprintf(f.module, sizeof(f.module), "%s", module);
+	if (!strcmp(module, "[kernel]"))
+		f.kind = FRAME_KERNEL;
+	return f;
+}
+
+static struct frame py(const char *func, bool entry)
+{
+	struct frame f = { .kind = FRAME_PYTHON, .line = 1 };
+
+	snprintf(f.func, sizeof(f.func), "%s", func);
+	snprintf(f.file, sizeof(f.file), "app.py");
+	f.offset = entry ? PYTHON_FRAME_ENTRY : 0;
+	return f;
+}
+
+/* "a b c": the spliced stack's function names */
+static const char *names(const struct frame *f, int n)
+{
+	static char buf[1024];
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; i < n && used < sizeof(buf); i++)
+		used += (size_t)snprintf(buf + used, sizeof(buf) - used, "%s%s", i ? " " : "",
+					 f[i].func[0] ? f[i].func : "?");
+	return buf;
+}
+
+static void test_splice_interleaves_eval_frames(void)
+{
+	/* json.dumps: C encoder under two eval calls, frame pointers all the way */
+	struct frame nat[] = {
+		native("do_syscall_64", "[kernel]"),
+		native("memcpy", "libc.so.6"),
+		native("encoder_listencode_obj", "_json.cpython-311-x86_64-linux-gnu.so"),
+		native("_PyObject_MakeTpCall", "libpython3.11.so.1.0"),
+		native("_PyEval_EvalFrameDefault", "libpython3.11.so.1.0"),
+		native("_PyFunction_Vectorcall", "libpython3.11.so.1.0"),
+		native("list_sort_impl", "libpython3.11.so.1.0"),
+		native("_PyEval_EvalFrameDefault", "libpython3.11.so.1.0"),
+		native("PyEval_EvalCode", "libpython3.11.so.1.0"),
+		native("Py_RunMain", "libpython3.11.so.1.0"),
+		native("main", "python3.11"),
+	};
+	struct frame pyf[] = {
+		py("JSONEncoder.iterencode", false), py("dumps", false), py("key", true),
+		py("handler", false), py("<module>", true),
+	};
+	struct frame out[32];
+	int n = python__splice(nat, 11, pyf, 5, out, 32);
+
+	CHECK(!strcmp(names(out, n), "do_syscall_64 memcpy encoder_listencode_obj "
+		      "JSONEncoder.iterencode dumps key list_sort_impl handler <module> "
+		      "Py_RunMain main"), "%s", names(out, n));
+}
+
+static void test_splice_outer_groups_follow_the_last_eval(void)
+{
+	/* the native walk stopped after one eval frame: the outer calls still show */
+	struct frame nat[] = {
+		native("_PyEval_EvalFrameDefault", "libpython3.12.so.1.0"),
+		native("", ""),
+		native("", ""),
+	};
+	struct frame pyf[] = { py("spin", false), py("busy", true), py("run", true),
+			       py("<module>", true) };
+	struct frame out[16];
+	int n = python__splice(nat, 3, pyf, 4, out, 16);
+
+	CHECK(!strcmp(names(out, n), "spin busy run <module>"), "%s", names(out, n));
+}
+
+static void test_splice_without_frame_pointers(void)
+{
+	/* Debian's python3: libc leaf, then garbage; the Python frames stand alone */
+	struct frame nat[] = {
+		native("__schedule", "[kernel]"),
+		native("clock_nanosleep", "libc.so.6"),
+		native("", "python3.11"),
+		native("PyInit__sre", "python3.11"),
+		native("", "[anon]"),
+	};
+	struct frame pyf[] = { py("slow_helper", false), py("handle", false),
+			       py("_run_once", true) };
+	struct frame out[16];
+	int n = python__splice(nat, 5, pyf, 3, out, 16);
+
+	CHECK(!strcmp(names(out, n), "__schedule clock_nanosleep slow_helper handle _run_once"),
+	      "%s", names(out, n));
+
+	/* a leaf inside the interpreter is right (it is the ip): kept, unless glue */
+	struct frame leaf[] = { native("_PyTime_AsSecondsDouble", "libpython3.12.so.1.0"),
+				native("main", "python3.12") };
+	n = python__splice(leaf, 2, pyf, 3, out, 16);
+	CHECK(!strcmp(names(out, n), "_PyTime_AsSecondsDouble slow_helper handle _run_once"),
+	      "%s", names(out, n));
+	leaf[0] = native("cfunction_vectorcall_NOARGS", "libpython3.12.so.1.0");
+	n = python__splice(leaf, 2, pyf, 3, out, 16);
+	CHECK(!strcmp(names(out, n), "slow_helper handle _run_once"), "%s", names(out, n));
+}
+
+static void test_splice_edges(void)
+{
+	struct frame nat[] = { native("epoll_wait", "libc.so.6"), native("main", "node") };
+	struct frame pyf[] = { py("a", false), py("b", true) };
+	struct frame out[4];
+	int n;
+
+	/* no Python frames: the native stack as it is */
+	n = python__splice(nat, 2, NULL, 0, out, 4);
+	CHECK(n == 2 && !strcmp(names(out, n), "epoll_wait main"), "%s", names(out, n));
+	/* no room: bounded, never past max */
+	n = python__splice(nat, 2, pyf, 2, out, 2);
+	CHECK(n == 2, "%d", n);
+	n = python__splice(nat, 2, pyf, 2, out, 0);
+	CHECK(n == 0, "%d", n);
+	/* only Python frames */
+	n = python__splice(NULL, 0, pyf, 2, out, 4);
+	CHECK(!strcmp(names(out, n), "a b"), "%s", names(out, n));
+	/* a marker alone replaces nothing: the native stack stays, the marker at its root */
+	struct frame eval[] = { native("PyEval_EvalFrameEx", "libpython2.7.so.1.0"),
+				native("main", "python2.7") };
+	struct frame mark = { .kind = FRAME_PYTHON };
+
+	snprintf(mark.func, sizeof(mark.func), "[python: unsupported 2.7]");
+	n = python__splice(eval, 2, &mark, 1, out, 4);
+	CHECK(!strcmp(names(out, n), "PyEval_EvalFrameEx main [python: unsupported 2.7]"), "%s",
+	      names(out, n));
+}
+
+static void test_symbolize_markers_and_bad_memory(void)
+{
+	struct python_syms *ps = python_syms__new();
+	struct lw_py_stack st = { .version = 0x0207, .flags = LW_PY_STACK_UNSUPPORTED };
+	struct frame out[LW_PY_MAX_DEPTH + 1];
+	int n;
+
+	CHECK(ps != NULL, "python_syms__new");
+	n = python__symbolize(ps, getpid(), &st, out, LW_PY_MAX_DEPTH + 1);
+	CHECK(n == 1 && !strcmp(out[0].func, "[python: unsupported 2.7]") &&
+	      out[0].kind == FRAME_PYTHON, "%d %s", n, out[0].func);
+
+	/* garbage code addresses in a live process and in a gone one */
+	memset(&st, 0, sizeof(st));
+	st.version = 0x030b;
+	st.nframes = 3;
+	st.frames[0].code = 0x10;
+	st.frames[1].code = (uint64_t)(uintptr_t)&st;	/* readable, but no code object */
+	st.frames[2].code = ~0ull;
+	n = python__symbolize(ps, getpid(), &st, out, LW_PY_MAX_DEPTH + 1);
+	CHECK(n == 3, "%d", n);
+	for (int i = 0; i < n; i++)
+		CHECK(!strcmp(out[i].func, "[python: unreadable]"), "%d: %s", i, out[i].func);
+	n = python__symbolize(ps, 0x7ffffff0, &st, out, LW_PY_MAX_DEPTH + 1);
+	CHECK(n == 3 && !strcmp(out[0].func, "[python: unreadable]"), "%d", n);
+	/* shims are no frames; a truncated stack says so */
+	st.shims = 1u << 1;
+	st.flags = LW_PY_STACK_TRUNCATED;
+	n = python__symbolize(ps, getpid(), &st, out, LW_PY_MAX_DEPTH + 1);
+	CHECK(n == 3 && !strcmp(out[2].func, "[python: truncated]"), "%d %s", n, out[2].func);
+	python__forget_pid(ps, getpid());
+	python_syms__free(ps);
+}
+
+/* A child that stays put until killed; its pid. */
+static pid_t spawn(const char *path, char *const argv[])
+{
+	int pipefd[2];
+	pid_t pid;
+	char c;
+
+	if (access(path, X_OK) || pipe(pipefd))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		dup2(pipefd[1], 1);
+		execv(path, argv);
+		_exit(127);
+	}
+	close(pipefd[1]);
+	/* it is up once it printed */
+	if (read(pipefd[0], &c, 1) != 1) {
+		close(pipefd[0]);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		return -1;
+	}
+	close(pipefd[0]);
+	return pid;
+}
+
+static void reap(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+static void test_detect(void)
+{
+	char *deb[] = { "python3", "-c", "import time; print(1, flush=True); time.sleep(60)",
+			NULL };
+	char *old[] = { "python2.7", "-c",
+			"import sys, time; sys.stdout.write('1'); sys.stdout.flush(); "
+			"time.sleep(60)",
+			NULL };
+	char py27[512], version[64];
+	struct lw_py_proc cfg;
+	pid_t pid;
+	int r;
+
+	r = python__detect(getpid(), &cfg, version, sizeof(version));
+	CHECK(r == -1, "this test is no Python: %d", r);
+	r = python__detect(0x7ffffff0, &cfg, version, sizeof(version));
+	CHECK(r == -1, "no such pid: %d", r);
+
+	pid = spawn("/usr/bin/python3", deb);
+	CHECK(pid > 0, "spawn /usr/bin/python3");
+	if (pid > 0) {
+		r = python__detect(pid, &cfg, version, sizeof(version));
+		/* non-PIE, stripped, _PyRuntime in .dynsym at 0xa5b740 (python.md §1.4) */
+		CHECK(r == 0 && !strncmp(version, "3.11.", 5) && cfg.version == 0x030b &&
+		      cfg.runtime == 0xa5b740 && cfg.tls_inline == 0x310 &&
+		      !(cfg.flags & LW_PY_F_UNSUPPORTED),
+		      "%d %s runtime %#llx", r, version, (unsigned long long)cfg.runtime);
+		reap(pid);
+	}
+	snprintf(py27, sizeof(py27), "%s/.pyenv/versions/2.7.18/bin/python2.7",
+		 getenv("HOME") ? getenv("HOME") : "/root");
+	pid = spawn(py27, old);
+	if (pid > 0) {
+		r = python__detect(pid, &cfg, version, sizeof(version));
+		CHECK(r == PYTHON_UNSUPPORTED && !strcmp(version, "2.7") &&
+		      (cfg.flags & LW_PY_F_UNSUPPORTED) && cfg.version == 0x0207,
+		      "%d %s", r, version);
+		reap(pid);
+	}
+}
+
+int main(void)
+{
+	test_line_tables();
+	test_line_tables_garbage();
+	test_splice_interleaves_eval_frames();
+	test_splice_outer_groups_follow_the_last_eval();
+	test_splice_without_frame_pointers();
+	test_splice_edges();
+	test_symbolize_markers_and_bad_memory();
+	test_detect();
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
