@@ -7,7 +7,8 @@ build_pkgs=(clang llvm make gcc pkg-config bpftool libbpf-dev libelf-dev libdw-d
 	libncurses-dev)
 # runtimes and libraries the end-to-end tests trace
 test_pkgs=(python3 python3-tornado python3-aiohttp python3-uvloop python3-ujson nodejs prometheus
-	prometheus-node-exporter libjson-c-dev libjansson-dev libcjson-dev)
+	prometheus-node-exporter libjson-c-dev libjansson-dev libcjson-dev
+	python3.11-dbg)
 
 want=("${build_pkgs[@]}")
 [ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")

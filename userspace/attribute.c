@@ -199,7 +199,8 @@ static int stack__culprit(const struct stack_report *s, bool python)
 	for (int i = 0; i < s->nframes; i++) {
 		const struct frame *f = &s->frames[i];
 
-		if (python != (f->kind == FRAME_PYTHON) || !f->func[0] || f->func[0] == '[')
+		if (python != (f->kind == FRAME_PYTHON) || f->kind == FRAME_KERNEL || !f->func[0] ||
+		    f->func[0] == '[')
 			continue;
 		if (first < 0)
 			first = i;
@@ -227,7 +228,7 @@ static void stack__top(const struct stack_report *s, char *buf, size_t len)
 		const struct frame *f = &s->frames[i];
 		const char *base = strrchr(f->file, '/');
 
-		if (python != (f->kind == FRAME_PYTHON) || !f->func[0])
+		if (python != (f->kind == FRAME_PYTHON) || f->kind == FRAME_KERNEL || !f->func[0])
 			continue;
 		if (python)
 			used += (size_t)snprintf(buf + used, len - used, "%s%s (%s:%d)",

@@ -23,8 +23,9 @@ def close_enough(got, want, rel=0.03, abs_=0.1):
 class Loopwatch:
     """loopwatch --json in the background; start() returns once BPF is attached."""
 
-    def __init__(self, ctx, *args, timeout=15):
-        self.cmd = [ctx.loopwatch, "--json"] + [str(a) for a in args]
+    def __init__(self, ctx, *args, timeout=15, wrap=()):
+        """wrap: a command loopwatch runs under (e.g. in its own mount namespace)."""
+        self.cmd = list(wrap) + [ctx.loopwatch, "--json"] + [str(a) for a in args]
         self.timeout = timeout
         self.proc = None
         self.stderr = ""
@@ -97,11 +98,11 @@ def of_type(lines, kind, **match):
             all(l.get(k) == v for k, v in match.items())]
 
 
-def run_traced(ctx, argv, *flags, settle=0.0, duration=60):
+def run_traced(ctx, argv, *flags, settle=0.0, duration=60, wrap=()):
     """Start a --go workload, attach `loopwatch --json -p PID` with flags, let it settle
     (so loopwatch sees the loop first), send go, wait for both: (pid, lines)."""
     w = Workload(argv)
-    lw = Loopwatch(ctx, "-p", w.pid, "-d", duration, *flags)
+    lw = Loopwatch(ctx, "-p", w.pid, "-d", duration, *flags, wrap=wrap)
     try:
         lw.start()
         if settle:

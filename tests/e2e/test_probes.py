@@ -14,10 +14,24 @@ CALLS = 10
 PYENV_311 = os.path.expanduser("~/.pyenv/versions/3.11.7/bin/python3.11")
 
 
-def traced(ctx, argv, *flags):
+# a machine without debug symbols: loopwatch in its own mount namespace, with an empty
+# /usr/lib/debug (make test installs python3.11-dbg, whose files would be found by build-id)
+NO_DEBUG_FILES = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
+                  'mount -t tmpfs none /usr/lib/debug && exec "$0" "$@"']
+
+
+def traced(ctx, argv, *flags, wrap=()):
     """A workload that loops until 'go' under loopwatch -p: a second of loop iterations
     first, so loopwatch sees the loop and attaches its probes before the work starts."""
-    return run_traced(ctx, argv, *flags, settle=1.0)
+    return run_traced(ctx, argv, *flags, settle=1.0, wrap=wrap)
+
+
+def debian_json_listing(ctx, wrap=()):
+    """--list-probes' lines for Debian's own (stripped) _json module."""
+    r = subprocess.run(list(wrap) + [ctx.loopwatch, "--list-probes"],
+                       stdout=subprocess.PIPE, text=True, timeout=60)
+    return [l for l in r.stdout.splitlines()
+            if "/usr/lib/python3.11/lib-dynload/_json.cpython-311-x86_64" in l]
 
 
 def summary(lines, pid, probe):
@@ -27,10 +41,10 @@ def summary(lines, pid, probe):
     return rows[0]
 
 
-def check_python_json(ctx, python, codec=()):
+def check_python_json(ctx, python, codec=(), wrap=()):
     out = tmpfile()
     pid, lines = traced(ctx, [python, os.path.join(APPS, "probe_json.py"), out, str(CALLS)]
-                        + list(codec))
+                        + list(codec), wrap=wrap)
     truth = load_truth(out)
     names = ("ujson.dumps", "ujson.loads") if codec else ("json.dumps", "json.loads")
     for name, key in zip(names, ("dumps_s", "loads_s")):
@@ -58,11 +72,22 @@ def test_pyenv_311_json_dumps_loads(ctx):
 
 
 def test_debian_python_stripped_json_found_without_symbols(ctx):
+    os.makedirs("/usr/lib/debug", exist_ok=True)
+    check_python_json(ctx, "/usr/bin/python3", wrap=NO_DEBUG_FILES)
+    listing = debian_json_listing(ctx, NO_DEBUG_FILES)
+    assert len(listing) == 2 and all("PyType_Spec slot" in l for l in listing), listing
+
+
+def test_debian_python_json_through_debug_symbols(ctx):
+    """python3.11-dbg (installed by make test, upgrading python3.11 to the build it
+    matches) provides the symbols through /usr/lib/debug/.build-id."""
+    listing = debian_json_listing(ctx)
+    assert len(listing) == 2 and all("debug file (build-id)" in l for l in listing), listing
+    # the two ways agree on where the functions are
+    stripped = debian_json_listing(ctx, NO_DEBUG_FILES)
+    offsets = lambda ls: sorted(l.split("+")[1].split()[0] for l in ls)
+    assert offsets(listing) == offsets(stripped), (listing, stripped)
     check_python_json(ctx, "/usr/bin/python3")
-    listing = subprocess.run([ctx.loopwatch, "--list-probes"], stdout=subprocess.PIPE,
-                             text=True, timeout=60).stdout
-    line = [l for l in listing.splitlines() if "json.dumps" in l and "/usr/lib/python3.11/" in l]
-    assert line and "PyType_Spec slot" in line[0], line
 
 
 def test_ujson(ctx):
