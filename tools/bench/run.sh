@@ -10,7 +10,10 @@
 # trips) of a loop thread idling in its wait call, of one blocking inside an
 # iteration, and of threads that are no loop; CPU work inside a busy period
 # (what sampling with stack capture costs); calls of a probed function, and
-# json.dumps in Debian's python3 (what a uprobe pair costs per call).
+# json.dumps in Debian's python3 (what a uprobe pair costs per call); the
+# blocking round trip and the busy loop again with a Python loop thread, whose
+# every captured stack also walks CPython's frame chain: the rows' lw-floor
+# difference is that walk, derived below the table.
 #
 # A round during which anyone else had tracing BPF programs loaded (another
 # loopwatch, a test run) is discarded and run again: their programs run on
@@ -41,6 +44,8 @@ CPU=$((NCPU - 1))
 BUDGET_S=90
 # a tracer that is never stopped (driver killed) still goes away on its own
 TRACER_MAX_S=300
+# loopwatch's --sample-hz default, which the floor samples at too
+SAMPLE_HZ=997
 
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -75,9 +80,15 @@ PINGPONG_CALLS=40000
 BUSY_CALLS=200000
 PROBE_CALLS=20000
 PY_CALLS=20000
+PY_PINGPONG_CALLS=20000
+PY_BUSY_CALLS=100000
+# Python frames under the blocking read: pyloop.py's own 5, and the walk's
+# bound (LW_PY_MAX_DEPTH), 59 calls deeper
+PY_FRAMES=5
+PY_FRAMES_DEEP=64
 
 CASES=(getppid epoll0 loop_getppid pingpong loop_pingpong loop_pingpong_block loop_busy
-	probe probe_sstep py_json)
+	probe probe_sstep py_json py_block py_block_deep py_busy)
 declare -A CASE_LABEL=(
 	[getppid]="getppid, non-loop thread"
 	[epoll0]="epoll_wait(0), loop thread"
@@ -89,6 +100,9 @@ declare -A CASE_LABEL=(
 	[probe]="probed call, push entry"
 	[probe_sstep]="probed call, single-stepped entry"
 	[py_json]="python3 json.dumps, loop thread"
+	[py_block]="round trip, python3 blocks, $PY_FRAMES frames"
+	[py_block_deep]="round trip, python3 blocks, $PY_FRAMES_DEEP frames"
+	[py_busy]="1 us python3 work + irqs, loop busy"
 )
 declare -A CASE_DOC=(
 	[getppid]="a syscall no program watches, on a thread that never waits"
@@ -116,6 +130,16 @@ declare -A CASE_DOC=(
 	[py_json]="Debian /usr/bin/python3 json.dumps of a 5-key dict, after one
 		select(); floor: empty uprobe pair on _json's encoder_call; loopwatch:
 		its built-in json.dumps probe (attached once it sees the loop)"
+	[py_block]="the C round trip that blocks in read(), with a Debian /usr/bin/python3
+		loop thread (pyloop.py block): it reads a child process's answer with a
+		blocking os.read() of an eventfd between two epoll waits, $PY_FRAMES Python
+		frames deep, so each capture also walks the frame chain. Under loopwatch
+		the timing starts once the process is in its py_procs map"
+	[py_block_deep]="the same, $((PY_FRAMES_DEEP - PY_FRAMES)) Python calls deeper:
+		$PY_FRAMES_DEEP frames, as many as the walk reads"
+	[py_busy]="the C busy row's measure, with pure-Python work units of ~2 us
+		(pyloop.py busy): every cpu-clock sample also walks the frame chain, 6
+		frames deep"
 )
 
 # workloads run on their own CPU so the tracer's userspace never preempts them
@@ -167,6 +191,27 @@ case__py_json() {
 	pinned "$PYTHON" "$HERE/pyjson.py" "$PY_CALLS" $wait
 }
 
+# a CPython loop thread: under loopwatch, timed once its frames are walked
+py_loop() {
+	local config=$1 wait=--wait-walk
+
+	shift
+	[ "$config" = loopwatch ] || wait=
+	pinned "$PYTHON" "$HERE/pyloop.py" "$@" $wait
+}
+
+case__py_block() {
+	py_loop "$1" block "$PY_PINGPONG_CALLS"
+}
+
+case__py_block_deep() {
+	py_loop "$1" block "$PY_PINGPONG_CALLS" --depth $((PY_FRAMES_DEEP - PY_FRAMES))
+}
+
+case__py_busy() {
+	py_loop "$1" busy "$PY_BUSY_CALLS"
+}
+
 # The functions both tracers probe: syscost's by symbol, Debian python3's
 # stripped _json where loopwatch finds encoder_call (its --list-probes says).
 PROBE_SPECS=("$BIN/syscost:bench_probe_target" "$BIN/syscost:bench_probe_target_sstep")
@@ -187,15 +232,24 @@ py_json__locate() {
 	echo "$so:$off"
 }
 
+cases__drop() {
+	local c kept=()
+
+	for c in "${CASES[@]}"; do
+		[[ " $* " == *" $c "* ]] || kept+=("$c")
+	done
+	CASES=("${kept[@]}")
+}
+
 if py_json_spec=$(py_json__locate); then
 	PROBE_SPECS+=("$py_json_spec")
 else
 	echo "run.sh: no json.dumps probe for $PYTHON here: its row is left out" >&2
-	kept=()
-	for c in "${CASES[@]}"; do
-		[ "$c" = py_json ] || kept+=("$c")
-	done
-	CASES=("${kept[@]}")
+	cases__drop py_json
+fi
+if [ ! -x "$PYTHON" ]; then
+	echo "run.sh: no $PYTHON here: the python3 loop rows are left out" >&2
+	cases__drop py_block py_block_deep py_busy
 fi
 
 # ---- other tracers -----------------------------------------------------------
@@ -375,7 +429,51 @@ cell__range() {
 }
 
 table__row() {
-	printf '%-36s | %9s | %9s | %9s | %10s | %9s | %9s | %9s\n' "$@"
+	printf '%-38s | %9s | %9s | %9s | %10s | %9s | %9s | %9s\n' "$@"
+}
+
+# what loopwatch adds over the floor in one row, in ns
+cell__added() {
+	awk -v a="$(cell__median loopwatch "$1")" -v b="$(cell__median floor "$1")" \
+		'BEGIN { print a - b }'
+}
+
+has_case() {
+	[[ " ${CASES[*]} " == *" $1 "* ]]
+}
+
+# The Python walk is what a python3 row adds over its C twin: the same
+# captures of the same kernel objects, plus python__capture(). Per frame from
+# the two depths; a cpu-clock sample runs the same walk, and its work rows
+# can check it only coarsely: 1 ns more per 1000 ns of work is 1e6/SAMPLE_HZ
+# ns more per sample.
+py_walk__report() {
+	local busy_py=0 busy_c=0 busy=0
+
+	has_case py_block && has_case loop_pingpong_block || return 0
+	if has_case py_busy && has_case loop_busy; then
+		busy=1
+		busy_py=$(cell__added py_busy)
+		busy_c=$(cell__added loop_busy)
+	fi
+	echo
+	echo "Python frame walk per captured stack (lw-floor of a python3 row minus its C row's):"
+	awk -v c="$(cell__added loop_pingpong_block)" -v p="$(cell__added py_block)" \
+		-v pd="$(cell__added py_block_deep)" -v f="$PY_FRAMES" -v fd="$PY_FRAMES_DEEP" \
+		-v busy="$busy" -v bp="$busy_py" -v bc="$busy_c" -v hz="$SAMPLE_HZ" 'BEGIN {
+		per = (pd - p) / (fd - f)
+		fixed = p - c - f * per
+		printf "  blocking read, %2d frames    %+6.0f ns\n", f, p - c
+		printf "  blocking read, %2d frames    %+6.0f ns\n", fd, pd - c
+		printf "  so a stack                 %+6.0f ns, plus %+.0f ns a frame\n", fixed, per
+		if (!busy)
+			exit
+		printf "  cpu-clock sample, 6 frames  %+6.0f ns by that;", fixed + 6 * per
+		printf " the busy rows say %+.0f ns\n", (bp - bc) * 1e6 / hz
+		printf "    (%+.1f ns per 1000 ns of work, where 1 ns is %.0f ns a sample:", \
+			bp - bc, 1e6 / hz
+		print " see their spread)"
+	}'
 }
 
 ratio() {
@@ -388,7 +486,8 @@ printf '%d clean rounds (%d discarded), CPU %s, took %d s\n' \
 printf 'ns per call, round trip or work unit, as the row says (medians over rounds);\n'
 printf 'per measurement: %d syscalls, %d round trips, %d work units, %d probed calls,' \
 	"$ITERS" "$PINGPONG_CALLS" "$BUSY_CALLS" "$PROBE_CALLS"
-printf ' %d json.dumps\n\n' "$PY_CALLS"
+printf ' %d json.dumps,\n%d python3 round trips, %d python3 work units\n\n' "$PY_CALLS" \
+	"$PY_PINGPONG_CALLS" "$PY_BUSY_CALLS"
 table__row workload "none" "floor" "loopwatch" "floor/none" "lw/none" "lw/floor" \
 	"lw-floor"
 table__row | tr ' ' '-' | sed 's/|/+/g'
@@ -402,6 +501,8 @@ for c in "${CASES[@]}"; do
 		"$(awk -v a="$lw" -v b="$floor" 'BEGIN { printf "%+.1f", a - b }')"
 done
 
+py_walk__report
+
 echo
 echo "rows:"
 for c in "${CASES[@]}"; do
@@ -412,7 +513,7 @@ done
 echo
 echo "spread (min..max over the rounds used):"
 for c in "${CASES[@]}"; do
-	printf '  %-36s' "${CASE_LABEL[$c]}"
+	printf '  %-38s' "${CASE_LABEL[$c]}"
 	for config in "${CONFIGS[@]}"; do
 		printf '  %s %s' "$config" "$(cell__range "$config" "$c")"
 	done
