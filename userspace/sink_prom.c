@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "sink_prom.h"
+#include "utf8.h"
 #include "version.h"
 
 #define PROM_HASH 4096
@@ -148,44 +149,6 @@ static unsigned int str__hash(const char *s)
 	for (; *s; s++)
 		h = (h ^ (unsigned char)*s) * 16777619u;
 	return h % PROM_HASH;
-}
-
-/*
- * Length of the valid UTF-8 sequence at s, 0 if invalid. Strict (no
- * overlongs, surrogates or code points past U+10FFFF): Prometheus rejects
- * the whole file over one bad label value, and comm, exe and cgroup are the
- * traced side's bytes.
- */
-static int utf8__seq_len(const unsigned char *s)
-{
-	unsigned char lo = 0x80, hi = 0xbf;
-	int n;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		n = 2;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		n = 3;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		n = 4;
-	else
-		return 0;
-	if (s[0] == 0xe0)
-		lo = 0xa0;
-	else if (s[0] == 0xed)
-		hi = 0x9f;
-	else if (s[0] == 0xf0)
-		lo = 0x90;
-	else if (s[0] == 0xf4)
-		hi = 0x8f;
-	if (s[1] < lo || s[1] > hi)
-		return 0;
-	for (int i = 2; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-	}
-	return n;
 }
 
 struct strbuf {

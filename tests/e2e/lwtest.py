@@ -122,3 +122,22 @@ def load_truth(path):
         truth = json.load(f)
     os.unlink(path)
     return truth
+
+
+def serve_traced(ctx, argv, drive, *flags, seconds=5, system_wide=False):
+    """Start a server that prints its port, trace it (-p, or the whole machine), call
+    drive(port) and stop: (pid, what drive returned, loopwatch's lines)."""
+    server = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    lw = None
+    try:
+        port = int(server.stdout.readline())
+        target = () if system_wide else ("-p", server.pid)
+        lw = Loopwatch(ctx, *target, "-d", seconds, *flags).start()
+        result = drive(port)
+        lines = lw.stop()
+    finally:
+        server.kill()
+        server.wait()
+        if lw:
+            lw.kill()
+    return server.pid, result, lines

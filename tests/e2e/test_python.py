@@ -8,7 +8,7 @@ import subprocess
 import time
 import urllib.request
 
-from lwtest import Loopwatch, of_type
+from lwtest import Loopwatch, of_type, serve_traced
 
 APPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "apps")
 PYENV = os.path.expanduser("~/.pyenv/versions")
@@ -64,19 +64,8 @@ def describe(frames):
 
 def run_server(ctx, argv, drive, seconds=5, extra=()):
     """Start a server printing its port, trace it, drive(port), return (pid, lines)."""
-    server = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
-    lw = None
-    try:
-        port = int(server.stdout.readline())
-        lw = Loopwatch(ctx, "-p", server.pid, "-d", seconds, *extra).start()
-        drive(port)
-        lines = lw.stop()
-    finally:
-        server.kill()
-        server.wait()
-        if lw:
-            lw.kill()
-    return server.pid, lines
+    pid, _, lines = serve_traced(ctx, argv, drive, *extra, seconds=seconds)
+    return pid, lines
 
 
 def test_tornado_json_dumps_stall_has_python_frames(ctx):

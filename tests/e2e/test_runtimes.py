@@ -1,31 +1,16 @@
 """Real runtimes show up as loop threads with no flags: system-wide view."""
 import os
-import subprocess
-import threading
 
 from load import http_load
-from lwtest import Loopwatch, of_type
+from lwtest import of_type, serve_traced
 
 APPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "apps")
 
 
 def serve_and_watch(ctx, argv, seconds=4):
-    server = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
-    lw = None
-    try:
-        port = int(server.stdout.readline())
-        lw = Loopwatch(ctx, "-d", seconds + 1).start()
-        requests = []
-        t = threading.Thread(target=lambda: requests.append(http_load(port, seconds)))
-        t.start()
-        t.join(seconds + 10)
-        lines = lw.stop()
-    finally:
-        server.kill()
-        server.wait()
-        if lw:
-            lw.kill()
-    return server.pid, requests[0], lines
+    """Light load on a real server, loopwatch system-wide: (pid, requests, lines)."""
+    return serve_traced(ctx, argv, lambda port: http_load(port, seconds), seconds=seconds + 1,
+                        system_wide=True)
 
 
 def assert_plausible_loop(lines, pid, requests):

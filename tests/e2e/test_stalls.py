@@ -2,10 +2,9 @@
 named function and records every iteration's busy time and every call's duration."""
 import os
 import socket
-import subprocess
 import time
 
-from lwtest import Loopwatch, load_truth, of_type, run_traced, tmpfile
+from lwtest import load_truth, of_type, run_traced, serve_traced, tmpfile
 
 APPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "apps")
 THRESHOLD_MS = 5  # below the default 10 so that a fast disk's fsync still stalls
@@ -87,29 +86,21 @@ def test_no_stall_under_the_threshold(ctx):
 
 def test_python_time_sleep_in_asyncio_handler(ctx):
     """Debian's python3: time.sleep(0.03) in a handler is a blocked stall."""
-    server = subprocess.Popen(["/usr/bin/python3", os.path.join(APPS, "asyncio_sleep.py")],
-                              stdout=subprocess.PIPE, text=True)
-    lw = None
-    try:
-        port = int(server.stdout.readline())
-        lw = Loopwatch(ctx, "-p", server.pid, "-d", 4).start()
+    def drive(port):
         for _ in range(5):
             with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
                 s.sendall(b"x\n")
                 s.recv(16)
             time.sleep(0.05)
-        lines = lw.stop()
-    finally:
-        server.kill()
-        server.wait()
-        if lw:
-            lw.kill()
-    stalls = [s for s in of_type(lines, "stall", pid=server.pid) if s["cause"] == "blocked"]
+
+    app = ["/usr/bin/python3", os.path.join(APPS, "py_sleep_server.py")]
+    pid, _, lines = serve_traced(ctx, app, drive, seconds=4)
+    stalls = [s for s in of_type(lines, "stall", pid=pid) if s["cause"] == "blocked"]
     assert len(stalls) >= 5, [(s["duration_ms"], s["cause"]) for s in of_type(lines, "stall")]
     for s in stalls:
         assert s["duration_ms"] >= 30 and s["blocked_ms"] >= 0.8 * s["duration_ms"], s
         assert any(c["name"] == "clock_nanosleep" for c in s["syscalls"]), s["syscalls"]
-    blocks = [b for b in of_type(lines, "blocking_call", pid=server.pid)
+    blocks = [b for b in of_type(lines, "blocking_call", pid=pid)
               if b["syscall"] == "clock_nanosleep"]
     # the wake-up may wait a little for a CPU: that is part of the call's time
     assert len(blocks) >= 5 and all(29.5 <= b["duration_ms"] <= 40 for b in blocks), \
