@@ -123,9 +123,11 @@ static __always_inline void block__close(struct lw_loop *l)
 static __always_inline void capture__take(void *ctx, struct lw_capture *cap, __u64 user_sp,
 					  int kskip)
 {
-	cap->stack.user = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+	cap->stack.user = bpf_get_stackid(ctx, &stacks,
+					  BPF_F_USER_STACK | BPF_F_REUSE_STACKID);
 	cap->stack.kernel = kskip < 0 ? -1 :
-			    bpf_get_stackid(ctx, &stacks, kskip & BPF_F_SKIP_FIELD_MASK);
+			    bpf_get_stackid(ctx, &stacks,
+					    (kskip & BPF_F_SKIP_FIELD_MASK) | BPF_F_REUSE_STACKID);
 	/* the Python frame chain changes as soon as the thread runs on */
 	cap->stack.python = python__capture();
 	if (bpf_probe_read_user(cap->words, sizeof(cap->words), (void *)user_sp))

@@ -163,7 +163,19 @@ static __always_inline int wait__enter(void)
 	return 0;
 }
 
-static __always_inline int wait__exit(void)
+/* the kernel's "restart the call" codes (include/linux/errno.h) */
+#define ERESTARTSYS 512
+#define ERESTARTNOINTR 513
+#define ERESTARTNOHAND 514
+#define ERESTART_RESTARTBLOCK 516
+
+struct syscall_exit_ctx {
+	__u64 common;
+	int nr;
+	long ret;
+};
+
+static __always_inline int wait__exit(long ret)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	__u64 now = bpf_ktime_get_ns();
@@ -173,16 +185,29 @@ static __always_inline int wait__exit(void)
 	if (!l || !l->in_wait)
 		return 0;
 	l->idle_ns += now - l->wait_enter_ns;
+	/*
+	 * A stop/continue, a ptrace attach or a signal with SA_RESTART: the
+	 * kernel resumes the very same wait (restart_syscall, or re-executing
+	 * it). Still waiting: no busy period starts here.
+	 */
+	if (ret == -ERESTARTSYS || ret == -ERESTARTNOINTR || ret == -ERESTARTNOHAND ||
+	    ret == -ERESTART_RESTARTBLOCK) {
+		l->wait_enter_ns = now;
+		if (ret == -ERESTART_RESTARTBLOCK)
+			l->flags |= LW_THREAD_RESTARTING;
+		return 0;
+	}
+	l->flags &= ~LW_THREAD_RESTARTING;
 	l->in_wait = 0;
 	l->busy_start_ns = now;
 	return 0;
 }
 
-#define WAIT_CALL(name)						\
-SEC("tracepoint/syscalls/sys_enter_" #name)			\
-int enter_##name(void *ctx) { return wait__enter(); }		\
-SEC("tracepoint/syscalls/sys_exit_" #name)			\
-int exit_##name(void *ctx) { return wait__exit(); }
+#define WAIT_CALL(name)							\
+SEC("tracepoint/syscalls/sys_enter_" #name)				\
+int enter_##name(void *ctx) { return wait__enter(); }			\
+SEC("tracepoint/syscalls/sys_exit_" #name)				\
+int exit_##name(struct syscall_exit_ctx *ctx) { return wait__exit(ctx->ret); }
 
 WAIT_CALL(epoll_wait)
 WAIT_CALL(epoll_pwait)
@@ -191,6 +216,18 @@ WAIT_CALL(poll)
 WAIT_CALL(ppoll)
 WAIT_CALL(select)
 WAIT_CALL(pselect6)
+
+/* A poll/select resumed after a stop ends here, not at its own exit. */
+SEC("tracepoint/syscalls/sys_exit_restart_syscall")
+int exit_restart_syscall(struct syscall_exit_ctx *ctx)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct lw_loop *l = bpf_map_lookup_elem(&loops, &tid);
+
+	if (l && (l->flags & LW_THREAD_RESTARTING))
+		wait__exit(ctx->ret);
+	return 0;
+}
 
 /* Mark, don't delete: userspace still has to read the final counts. */
 SEC("tp_btf/sched_process_exit")

@@ -251,6 +251,7 @@ enum lw_counter {
 
 enum lw_thread_flags {
 	LW_THREAD_EXITED = 1,
+	LW_THREAD_RESTARTING = 2,	/* its wait call resumes through restart_syscall */
 };
 
 /*

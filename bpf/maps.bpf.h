@@ -51,7 +51,12 @@ struct {
 	__type(value, struct lw_syscall_stats);
 } syscall_zero SEC(".maps") __weak;
 
-/* User and kernel stacks of samples and blocking calls, deduplicated by hash. */
+/*
+ * User and kernel stacks of samples and blocking calls, deduplicated by hash.
+ * Never cleared: ids are taken with BPF_F_REUSE_STACKID, so a new stack
+ * replaces the old one in its bucket instead of failing once the map has
+ * filled; an event is read within milliseconds, long before that matters.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
 	__uint(max_entries, 16384);

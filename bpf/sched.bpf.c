@@ -29,7 +29,9 @@ static __always_inline void fd__path(struct task_struct *task, __u64 fd,
 	struct dentry *d, *parent;
 	struct file *file = NULL;
 
-	path[0][0] = '\0';
+	/* the previous call's names must not show through a shorter path */
+	for (int i = 0; i < LW_PATH_PARTS; i++)
+		path[i][0] = '\0';
 	if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
 		return;
 	bpf_probe_read_kernel(&file, sizeof(file), BPF_CORE_READ(fdt, fd) + fd);

@@ -439,6 +439,9 @@ static void path__join(const struct lw_block_event *e, char *buf, size_t len)
 	buf[0] = '\0';
 	while (top >= 0 && !e->path[top][0])
 		top--;
+	/* every part used and no root reached: a deeper path, shown as such */
+	if (top == LW_PATH_PARTS - 1 && strcmp(e->path[top], "/"))
+		used = (size_t)snprintf(buf, len, "...");
 	for (int i = top; i >= 0 && used < len; i--) {
 		char part[LW_PATH_PART_LEN + 1];
 

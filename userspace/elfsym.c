@@ -65,7 +65,7 @@ static int vaddr__to_offset(Elf *elf, uint64_t vaddr, uint64_t *off)
 
 		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
 			continue;
-		if (vaddr >= ph.p_vaddr && vaddr < ph.p_vaddr + ph.p_filesz) {
+		if (vaddr >= ph.p_vaddr && vaddr - ph.p_vaddr < ph.p_filesz) {
 			*off = vaddr - ph.p_vaddr + ph.p_offset;
 			return 0;
 		}
@@ -194,10 +194,13 @@ static int image__read(Elf *elf, uint64_t vaddr, void *buf, size_t len)
 
 		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
 			continue;
-		if (vaddr < ph.p_vaddr || vaddr + len > ph.p_vaddr + ph.p_filesz)
+		/* every sum checked against overflow: the file is the target's */
+		if (vaddr < ph.p_vaddr || vaddr - ph.p_vaddr > ph.p_filesz ||
+		    len > ph.p_filesz - (vaddr - ph.p_vaddr))
 			continue;
 		raw = elf_rawfile(elf, &size);
-		if (!raw || ph.p_offset + (vaddr - ph.p_vaddr) + len > size)
+		if (!raw || ph.p_offset > size || vaddr - ph.p_vaddr > size - ph.p_offset ||
+		    len > size - ph.p_offset - (vaddr - ph.p_vaddr))
 			return -ENOEXEC;
 		memcpy(buf, raw + ph.p_offset + (vaddr - ph.p_vaddr), len);
 		return 0;
@@ -259,7 +262,7 @@ static int image__find_string(Elf *elf, const char *s, uint64_t *out, int max)
 		GElf_Phdr ph;
 
 		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD || (ph.p_flags & PF_X) ||
-		    ph.p_offset + ph.p_filesz > size)
+		    ph.p_offset > size || ph.p_filesz > size - ph.p_offset)
 			continue;
 		for (uint64_t o = 0; o + len <= ph.p_filesz && found < max; o++) {
 			const char *p = raw + ph.p_offset + o;

@@ -142,9 +142,17 @@ bool model__ingest(struct model *m, const struct lw_loop *snap)
 static void loop_view__delta(struct loop_view *v, const struct lw_loop *now,
 			     const struct lw_loop *before)
 {
+	static const struct lw_loop zero;
 	static struct lw_hist delta;
 	__u64 max_ns;
 
+	/*
+	 * The kernel's LRU may have dropped an idle loop's record and made a
+	 * fresh one: counters that went back restart from zero.
+	 */
+	if (now->iterations < before->iterations || now->busy_ns < before->busy_ns ||
+	    now->idle_ns < before->idle_ns)
+		before = &zero;
 	v->iterations = now->iterations - before->iterations;
 	v->busy_ns = now->busy_ns - before->busy_ns;
 	v->idle_ns = now->idle_ns - before->idle_ns;

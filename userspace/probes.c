@@ -12,6 +12,7 @@
 #include "catalog.h"
 #include "elfsym.h"
 #include "probes.h"
+#include "procfs.h"
 
 #define LABEL_LEN 64
 #define PY_TP_CALL 50		/* CPython's Py_tp_call slot id (Include/typeslots.h) */
@@ -136,11 +137,11 @@ static void probes__consider(struct probes *p, int pid, const char *path, unsign
 			     unsigned long long ino)
 {
 	const char *base = strrchr(path, '/');
-	char target[PATH_MAX];
+	char target[64];
+	struct stat st;
+	int fd = -1;
 
 	base = base ? base + 1 : path;
-	/* the file as the target sees it, even in another mount namespace */
-	snprintf(target, sizeof(target), "/proc/%d/root%s", pid, path);
 	for (size_t i = 0; i < catalog_len; i++) {
 		const struct catalog_entry *e = &catalog[i];
 		struct probe_file *f;
@@ -154,9 +155,20 @@ static void probes__consider(struct probes *p, int pid, const char *path, unsign
 			f->seen_gen = p->gen;
 			continue;
 		}
+		/*
+		 * The file as the target sees it, opened inside its root and
+		 * checked to be the very inode it maps; then read and probed
+		 * through our fd, so nothing in its tree can redirect us.
+		 */
+		if (fd < 0) {
+			fd = fd__reopen_regular(proc__open_in_root(pid, path), &st);
+			if (fd < 0 || (unsigned long long)st.st_ino != ino)
+				break;
+			snprintf(target, sizeof(target), "/proc/self/fd/%d", fd);
+		}
 		f = probes__add_file(p);
 		if (!f)
-			return;
+			break;
 		f->dev = dev;
 		f->ino = ino;
 		f->entry = (int)i;
@@ -166,6 +178,8 @@ static void probes__consider(struct probes *p, int pid, const char *path, unsign
 		if (f->resolved && probe_file__attach(p, f, target, off))
 			f->resolved = false;
 	}
+	if (fd >= 0)
+		close(fd);
 }
 
 void probes__scan_pid(struct probes *p, int pid)

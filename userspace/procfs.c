@@ -1,5 +1,10 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -81,6 +86,47 @@ bool proc__read_cgroup(int pid, char *buf, size_t len)
 		return true;
 	}
 	return false;
+}
+
+int fd__reopen_regular(int pfd, struct stat *st)
+{
+	char self[64];
+	int fd = -1;
+
+	if (pfd < 0)
+		return -1;
+	if (!fstat(pfd, st) && S_ISREG(st->st_mode) && st->st_size > 0) {
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
+		fd = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	}
+	close(pfd);
+	return fd;
+}
+
+/*
+ * openat2(RESOLVE_IN_ROOT) keeps every symlink jump inside pid's root.
+ * Kernels before 5.6 lack it: the plain /proc/PID/root path then, and
+ * callers compare the inode with /proc/PID/maps.
+ */
+int proc__open_in_root(int pid, const char *path)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_CLOEXEC,
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+	};
+	char buf[PATH_MAX + 64];
+	int dfd, fd;
+
+	snprintf(buf, sizeof(buf), "/proc/%d/root", pid);
+	dfd = open(buf, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -1;
+	fd = (int)syscall(SYS_openat2, dfd, path, &how, sizeof(how));
+	close(dfd);
+	if (fd >= 0 || (errno != ENOSYS && errno != EPERM))
+		return fd;
+	snprintf(buf, sizeof(buf), "/proc/%d/root%s", pid, path);
+	return open(buf, O_PATH | O_CLOEXEC);
 }
 
 void str__sanitize(char *s)

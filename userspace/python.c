@@ -19,6 +19,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 #include "python.h"
+#include "procfs.h"
 #include "pyline.h"
 
 /* how the frame's position counts */
@@ -304,13 +305,15 @@ static int module__open(int pid, const struct py_module *m)
 	char path[PATH_MAX + 64];
 	int fd;
 
+	struct stat st;
+
 	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", pid,
 		 (unsigned long long)m->start, (unsigned long long)m->end);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = fd__reopen_regular(open(path, O_PATH | O_CLOEXEC), &st);
 	if (fd >= 0)
 		return fd;
-	snprintf(path, sizeof(path), "/proc/%d/root%s", pid, m->path);
-	return open(path, O_RDONLY | O_CLOEXEC);
+	/* inside the target's root: a symlink there cannot lead to our files */
+	return fd__reopen_regular(proc__open_in_root(pid, m->path), &st);
 }
 
 enum py_sym { SYM_RUNTIME, SYM_VERSION, SYM_NEWREF, SYM_GETCODE, SYM_POSONLY, SYM_DEBUG, SYM_N };

@@ -16,6 +16,7 @@
  */
 #define _GNU_SOURCE
 #include "symbolize.h"
+#include "procfs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,7 +24,6 @@
 #include <inttypes.h>
 #include <libelf.h>
 #include <limits.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -638,53 +638,16 @@ static void files__put(struct symbolizer *s, struct elf_file *ef)
 		ef->refs--;
 }
 
-/*
- * Turn an O_PATH descriptor into a readable one, but only for a regular
- * file: opening a device node can block or have side effects, and O_PATH
- * never opens the object itself.
- */
+/* procfs's reopen, and no file larger than the symbolizer will map */
 static int file__reopen_regular(int pfd, struct stat *st)
 {
-	char self[64];
-	int fd = -1;
+	int fd = fd__reopen_regular(pfd, st);
 
-	if (pfd < 0)
+	if (fd >= 0 && (uint64_t)st->st_size > MAX_ELF_BYTES) {
+		close(fd);
 		return -1;
-	if (!fstat(pfd, st) && S_ISREG(st->st_mode) && st->st_size > 0 &&
-	    (uint64_t)st->st_size <= MAX_ELF_BYTES) {
-		snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
-		fd = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	}
-	close(pfd);
 	return fd;
-}
-
-/*
- * Resolve path inside pid's root. Plain /proc/PID/root/<path> would let an
- * absolute symlink planted in a container escape to the host's files;
- * openat2(RESOLVE_IN_ROOT) keeps every jump inside. Kernels before 5.6 lack
- * it: fall back to the plain path, the inode check in mapping__open()
- * then still catches a different file.
- */
-static int root__open_path(int pid, const char *path)
-{
-	struct open_how how = {
-		.flags = O_PATH | O_CLOEXEC,
-		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
-	};
-	char buf[PATH_MAX + 64];
-	int dfd, fd;
-
-	snprintf(buf, sizeof(buf), "/proc/%d/root", pid);
-	dfd = open(buf, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return -1;
-	fd = (int)syscall(SYS_openat2, dfd, path, &how, sizeof(how));
-	close(dfd);
-	if (fd >= 0 || (errno != ENOSYS && errno != EPERM))
-		return fd;
-	snprintf(buf, sizeof(buf), "/proc/%d/root%s", pid, path);
-	return open(buf, O_PATH | O_CLOEXEC);
 }
 
 static int mapping__open_map_files(int pid, const struct mapping *m, struct stat *st)
@@ -708,7 +671,7 @@ static int mapping__open(int pid, const struct mapping *m, struct stat *st)
 	int fd = -1, alt;
 
 	if (!m->deleted && m->path[0] == '/' && strlen(m->path) < PATH_MAX) {
-		fd = file__reopen_regular(root__open_path(pid, m->path), st);
+		fd = file__reopen_regular(proc__open_in_root(pid, m->path), st);
 		if (fd >= 0 && m->inode && (uint64_t)st->st_ino != m->inode) {
 			alt = mapping__open_map_files(pid, m, &alt_st);
 			if (alt >= 0) {

@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "unwind.h"
@@ -17,7 +18,8 @@ struct exec_map {
 /* Executable mappings of pid; 0 if the process is gone. */
 static int maps__read_exec(int pid, struct exec_map *maps, int max)
 {
-	char path[32], line[512];
+	char path[32], *line = NULL;
+	size_t cap = 0;
 	int n = 0;
 	FILE *f;
 
@@ -25,7 +27,8 @@ static int maps__read_exec(int pid, struct exec_map *maps, int max)
 	f = fopen(path, "re");
 	if (!f)
 		return 0;
-	while (n < max && fgets(line, sizeof(line), f)) {
+	/* whole lines: a long path must not leave a fragment parsed as a mapping */
+	while (n < max && getline(&line, &cap, f) > 0) {
 		unsigned long long start, end;
 		char perms[5];
 
@@ -35,6 +38,7 @@ static int maps__read_exec(int pid, struct exec_map *maps, int max)
 		maps[n].end = end;
 		n++;
 	}
+	free(line);
 	fclose(f);
 	return n;
 }

@@ -1,10 +1,14 @@
 """Stalls and blocking calls, against a workload that injects each cause in its own
 named function and records every iteration's busy time and every call's duration."""
 import os
+import shutil
+import signal
 import socket
+import subprocess
+import tempfile
 import time
 
-from lwtest import load_truth, of_type, run_traced, serve_traced, tmpfile
+from lwtest import Loopwatch, load_truth, of_type, run_traced, serve_traced, tmpfile
 
 APPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "apps")
 THRESHOLD_MS = 5  # below the default 10 so that a fast disk's fsync still stalls
@@ -105,3 +109,59 @@ def test_python_time_sleep_in_asyncio_handler(ctx):
     # the wake-up may wait a little for a CPU: that is part of the call's time
     assert len(blocks) >= 5 and all(29.5 <= b["duration_ms"] <= 40 for b in blocks), \
         [b["duration_ms"] for b in blocks]
+
+
+def test_blocking_reads_name_their_own_files(ctx):
+    """Alternating blocking reads on a deep and a shallow FIFO: each blocking call names
+    its own file, never a mix of the two paths."""
+    top = tempfile.mkdtemp(prefix="loopwatch-fifo-", dir="/var/tmp")
+    try:
+        server = subprocess.Popen(["/usr/bin/python3", os.path.join(APPS, "py_fifo_reads.py"),
+                                   top, "20"], stdout=subprocess.PIPE, text=True)
+        pid = int(server.stdout.readline())
+        lw = Loopwatch(ctx, "-p", pid, "-d", 30).start()
+        server.wait(timeout=30)
+        lines = lw.stop()
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+    reads = [b for b in of_type(lines, "blocking_call", pid=pid) if b["syscall"] == "read"]
+    assert len(reads) >= 16, [(b["syscall"], b.get("path")) for b in reads]
+    name = os.path.basename(top)
+    shallow = [b["path"] for b in reads if b["path"].endswith("shallow.fifo")]
+    deep = [b["path"] for b in reads if b["path"].endswith("deep.fifo")]
+    assert len(shallow) + len(deep) == len(reads), [b["path"] for b in reads]
+    assert shallow and all(p == top + "/shallow.fifo" for p in shallow), shallow
+    # six parts deep at most: the truncated path is marked, and holds no other file's parts
+    assert deep and all(p == "...%s/a/b/c/d/deep.fifo" % ("/" + name) or
+                        p.endswith("/a/b/c/d/deep.fifo") and "shallow" not in p
+                        for p in deep), deep
+    assert all(p.startswith("...") for p in deep), deep
+
+
+def test_stop_and_continue_is_not_a_stall(ctx):
+    """An idle poll loop stopped and continued (job control, a debugger attaching): the
+    kernel resumes the same poll through restart_syscall; no busy period starts."""
+    loop = subprocess.Popen(["/usr/bin/python3", "-c",
+                             "import os, select, sys\n"
+                             "p = select.poll()\n"
+                             "r, w = os.pipe()\n"
+                             "p.register(r, select.POLLIN)\n"
+                             "print(os.getpid(), flush=True)\n"
+                             "while True:\n"
+                             "    p.poll(300)\n"], stdout=subprocess.PIPE, text=True)
+    try:
+        pid = int(loop.stdout.readline())
+        lw = Loopwatch(ctx, "-p", pid, "-d", 4).start()
+        time.sleep(0.8)
+        for _ in range(3):
+            os.kill(pid, signal.SIGSTOP)
+            time.sleep(0.15)
+            os.kill(pid, signal.SIGCONT)
+            time.sleep(0.4)
+        lines = lw.stop()
+    finally:
+        loop.kill()
+        loop.wait()
+    assert not of_type(lines, "stall", pid=pid), of_type(lines, "stall", pid=pid)
+    s = of_type(lines, "summary", pid=pid)
+    assert s and s[0]["lag_ms"]["max"] < 5 and s[0]["iterations"] >= 5, s

@@ -3,7 +3,11 @@
  * through the type spec's slots. The pyenv builds keep their symbols, so
  * the spec method is checked against the real symbol in every version.
  */
+#include <elf.h>
+#include <fcntl.h>
 #include <glob.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <string.h>
 #include "elfsym.h"
@@ -71,6 +75,60 @@ static void test_debian_stripped_json(void)
 	globfree(&g);
 }
 
+/*
+ * A target controls the files it maps: program headers whose offsets and
+ * sizes wrap around must not make the spec search read out of bounds.
+ */
+static void test_hostile_program_headers(void)
+{
+	char path[] = "/tmp/loopwatch-elfsym-XXXXXX";
+	static unsigned char buf[1 << 20];
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)buf;
+	uint64_t off;
+	glob_t g;
+	ssize_t n;
+	int fd;
+
+	if (glob("/usr/lib/python3.11/lib-dynload/_json.cpython-311-x86_64*.so", 0, NULL, &g) ||
+	    !g.gl_pathc) {
+		CHECK(0, "no Debian _json to corrupt");
+		return;
+	}
+	fd = open(g.gl_pathv[0], O_RDONLY);
+	n = fd >= 0 ? read(fd, buf, sizeof(buf)) : -1;
+	if (fd >= 0)
+		close(fd);
+	globfree(&g);
+	CHECK(n > (ssize_t)sizeof(*eh), "read _json");
+	if (n <= (ssize_t)sizeof(*eh))
+		return;
+	for (int variant = 0; variant < 3; variant++) {
+		for (int i = 0; i < eh->e_phnum; i++) {
+			Elf64_Phdr *ph = (Elf64_Phdr *)(buf + eh->e_phoff) + i;
+
+			if ((unsigned char *)(ph + 1) > buf + n || ph->p_type != PT_LOAD)
+				continue;
+			if (variant == 0)
+				ph->p_offset = 0xfffffffffffff000ull;
+			else if (variant == 1)
+				ph->p_filesz = 0xfffffffffffff000ull;
+			else
+				ph->p_vaddr = 0xfffffffffffff000ull;
+		}
+		fd = mkstemp(path);
+		if (fd < 0 || write(fd, buf, (size_t)n) != n) {
+			CHECK(0, "write the corrupted copy");
+			return;
+		}
+		close(fd);
+		/* no crash is the test; whatever it finds must be a clean answer */
+		elfsym__find_spec_slot(path, "_json.Encoder", PY_TP_CALL, &off);
+		CHECK(1, "survived corrupted program headers (variant %d)", variant);
+		unlink(path);
+		strcpy(path, "/tmp/loopwatch-elfsym-XXXXXX");
+	}
+}
+
 static void test_symbols_and_garbage(void)
 {
 	uint64_t off;
@@ -91,5 +149,6 @@ int main(void)
 	test_spec_matches_symbols();
 	test_debian_stripped_json();
 	test_symbols_and_garbage();
+	test_hostile_program_headers();
 	return check__report();
 }
