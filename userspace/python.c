@@ -34,8 +34,9 @@ enum py_pos {
  * debug). Every number is offsetof()/sizeof() printed by a program built
  * against that version's own headers, then checked on live processes with
  * raw memory reads (all threads, all frames, lines against the source):
- * /tmp/research/python.md §1-2 and offsets_<ver>.txt, measured on 3.8.18,
- * 3.9.18, 3.10.13, 3.11.7 (identical to Debian's 3.11.2), 3.12.1, 3.13.0.
+ * tools/pywalk/OFFSETS.md §1-2 (tools/pywalk/offsets.c against each version's
+ * headers), measured on 3.8.18, 3.9.18, 3.10.13, 3.11.7 (identical to
+ * Debian's 3.11.2), 3.12.1, 3.13.0.
  */
 struct py_layout {
 	unsigned int minor;	/* of 3.x */
@@ -134,13 +135,13 @@ static const struct py_layout layouts[] = {
 
 /*
  * glibc 2.36 (Debian 12) struct pthread, from libc6-dbg `ptype /o`, checked
- * against pthread_getspecific() (python.md §1.3). Another glibc may differ:
- * the walker checks what it finds and falls back to the thread list.
+ * against pthread_getspecific() (tools/pywalk/OFFSETS.md §1.3). Another glibc
+ * may differ: the walker checks what it finds and falls back to the thread list.
  */
 #define GLIBC_SPECIFIC_1STBLOCK 0x310
 #define GLIBC_SPECIFIC 0x510
 
-/* 3.13's _Py_DebugOffsets at _PyRuntime + 0 (python.md §5): checked against the table */
+/* 3.13's _Py_DebugOffsets at _PyRuntime + 0 (OFFSETS.md §5): checked against the table */
 #define DEBUG_OFFSETS_READ 0x160
 
 static const struct py_layout *layout__find(unsigned int version)
@@ -318,7 +319,7 @@ static int module__open(int pid, const struct py_module *m)
 
 enum py_sym { SYM_RUNTIME, SYM_VERSION, SYM_NEWREF, SYM_GETCODE, SYM_POSONLY, SYM_DEBUG, SYM_N };
 
-/* what each says: python.md §4 and nm -D of every build here */
+/* what each says: tools/pywalk/OFFSETS.md §4 and nm -D of every build here */
 static const char *const sym_names[SYM_N] = {
 	[SYM_RUNTIME] = "_PyRuntime",		/* 3.7+ */
 	[SYM_VERSION] = "Py_Version",		/* 3.11+: PY_VERSION_HEX */
@@ -475,7 +476,7 @@ static bool debug_offsets__agree(int pid, uint64_t runtime, const struct py_layo
 {
 	uint8_t d[DEBUG_OFFSETS_READ];
 	static const struct {
-		size_t at;	/* in _Py_DebugOffsets (python.md §5) */
+		size_t at;	/* in _Py_DebugOffsets (tools/pywalk/OFFSETS.md §5) */
 		size_t off;	/* in struct py_layout */
 	} checks[] = {
 		{ 0x48, offsetof(struct py_layout, interp_threads) },
