@@ -93,7 +93,8 @@ static __always_inline void stall__emit(struct lw_loop *l, __u64 now, __u64 busy
 {
 	struct lw_stall_event *e;
 
-	l->stalls++;
+	if (busy_ns >= stall_threshold_ns)
+		l->stalls++;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		counter__inc(LW_CTR_EVENTS_DROPPED);
@@ -118,7 +119,7 @@ static __always_inline void loop__end_iteration(struct lw_loop *l, __u64 now)
 	unsigned int idx = lw_hist_bucket(busy_ns);
 
 	block__close(l);
-	if (busy_ns >= stall_threshold_ns)
+	if (busy_ns >= slow_threshold_ns)
 		stall__emit(l, now, busy_ns);
 	l->blocked_ns += l->iter.blocked_ns;
 	l->runq_ns += l->iter.runq_ns;

@@ -79,6 +79,8 @@ struct {
 
 /* Options, set by userspace before load. */
 const volatile __u64 stall_threshold_ns __weak = 10000000;
+/* slow iterations reported to userspace: lower than a stall when alerts want it */
+const volatile __u64 slow_threshold_ns __weak = 10000000;
 const volatile __u64 block_threshold_ns __weak = 1000000;
 
 #endif /* LOOPWATCH_MAPS_BPF_H */

@@ -22,8 +22,41 @@ struct alerter {
 	struct alert_opts opts;
 	FILE *log;
 	bool own_log;
-	struct alert_pid pids[ALERT_PIDS];	/* direct-mapped by pid: bounded */
+	struct alert_pid pids[ALERT_PIDS];	/* open addressing by pid: bounded */
 };
+
+static void alert_pid__flush(struct alerter *a, const struct alert_pid *p)
+{
+	if (p->suppressed && a->opts.log_lines)
+		fprintf(a->log, "loopwatch: ALERT %s[%u]: %llu more stalls held back by "
+			"--alert-every\n", p->comm, p->pid, (unsigned long long)p->suppressed);
+}
+
+/*
+ * pid's rate-limit state. Probing keeps two pids that share a slot apart;
+ * a full table gives up the least recently alerted pid, saying what it held.
+ */
+static struct alert_pid *alerter__slot(struct alerter *a, __u32 pid)
+{
+	struct alert_pid *oldest = NULL;
+
+	for (unsigned int i = 0; i < ALERT_PIDS; i++) {
+		struct alert_pid *p = &a->pids[(pid + i) % ALERT_PIDS];
+
+		if (p->pid == pid)
+			return p;
+		if (!p->pid) {
+			p->pid = pid;
+			return p;
+		}
+		if (!oldest || p->last_ts < oldest->last_ts)
+			oldest = p;
+	}
+	alert_pid__flush(a, oldest);
+	memset(oldest, 0, sizeof(*oldest));
+	oldest->pid = pid;
+	return oldest;
+}
 
 struct alerter *alerter__new(const struct alert_opts *opts, char *err, size_t errlen)
 {
@@ -118,11 +151,8 @@ void alerter__stall(struct alerter *a, const struct stall_report *r)
 
 	if (!a || (double)r->duration_ns < a->opts.alert_ms * 1e6)
 		return;
-	p = &a->pids[r->pid % ALERT_PIDS];
-	if (p->pid != r->pid) {
-		memset(p, 0, sizeof(*p));
-		p->pid = r->pid;
-	} else if (a->opts.every_s > 0 && r->ts - p->last_ts < a->opts.every_s) {
+	p = alerter__slot(a, r->pid);
+	if (p->last_ts && a->opts.every_s > 0 && r->ts - p->last_ts < a->opts.every_s) {
 		p->suppressed++;
 		return;
 	}
@@ -149,12 +179,8 @@ void alerter__free(struct alerter *a)
 {
 	if (!a)
 		return;
-	for (int i = 0; i < ALERT_PIDS && a->opts.log_lines; i++) {
-		if (a->pids[i].suppressed)
-			fprintf(a->log, "loopwatch: ALERT %s[%u]: %llu more stalls held back by "
-				"--alert-every\n", a->pids[i].comm, a->pids[i].pid,
-				(unsigned long long)a->pids[i].suppressed);
-	}
+	for (int i = 0; i < ALERT_PIDS; i++)
+		alert_pid__flush(a, &a->pids[i]);
 	/* programs still running finish on their own; only the finished are reaped */
 	children__reap();
 	if (a->own_log)

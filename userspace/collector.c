@@ -136,6 +136,7 @@ struct collector *collector__open(const struct collector_opts *opts, char *err, 
 	c->skel->rodata->self_pid = (__u32)getpid();
 	c->skel->rodata->filter_pid = opts->npids > 0;
 	c->skel->rodata->stall_threshold_ns = opts->stall_threshold_ns;
+	c->skel->rodata->slow_threshold_ns = opts->slow_threshold_ns;
 	c->skel->rodata->block_threshold_ns = opts->block_threshold_ns;
 	c->skel->rodata->probe_threshold_ns = opts->probe_threshold_ns;
 	if (opts->comm) {

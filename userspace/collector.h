@@ -22,6 +22,7 @@ struct collector_opts {
 	const char *comm;	/* NULL: every process */
 	bool verbose;
 	__u64 stall_threshold_ns;
+	__u64 slow_threshold_ns;	/* iterations sent up: <= stall_threshold_ns */
 	__u64 block_threshold_ns;
 	int sample_hz;		/* 0: no CPU sampling */
 	__u64 probe_threshold_ns;

@@ -8,10 +8,15 @@ static void dispatch__stall(struct dispatch *d, const struct lw_stall_event *e)
 
 	if (attributor__stall(d->attr, e, &r))
 		return;
-	d->stalls++;
-	model__add_stall(d->model, &r);
 	if (d->alerter)
 		alerter__stall(d->alerter, &r);
+	/* sent up only for an --alert-ms below --threshold: not a stall */
+	if (r.duration_ns < d->stall_threshold_ns) {
+		stall_report__free(&r);
+		return;
+	}
+	d->stalls++;
+	model__add_stall(d->model, &r);
 	if (d->output == DISPATCH_JSON)
 		sink_json__stall(d->out, &r);
 	else if (d->output == DISPATCH_TEXT)

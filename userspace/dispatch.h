@@ -17,6 +17,7 @@ struct dispatch {
 	struct model *model;
 	struct alerter *alerter;	/* NULL: no alerts */
 	struct probes *probes;		/* NULL: no probes */
+	__u64 stall_threshold_ns;	/* slower iterations than this are stalls */
 	enum dispatch_output output;
 	FILE *out;
 	__u64 stalls;

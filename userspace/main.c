@@ -242,6 +242,10 @@ int main(int argc, char **argv)
 	copts.comm = opts.has_comm ? opts.comm : NULL;
 	copts.verbose = opts.verbose;
 	copts.stall_threshold_ns = (__u64)(opts.threshold_ms * 1e6);
+	/* an --alert-ms under --threshold still needs those iterations sent up */
+	copts.slow_threshold_ns = (__u64)((opts.alert_ms < opts.threshold_ms ? opts.alert_ms
+									 : opts.threshold_ms) * 1e6);
+	disp.stall_threshold_ns = copts.stall_threshold_ns;
 	copts.block_threshold_ns = (__u64)(opts.block_threshold_ms * 1e6);
 	copts.sample_hz = opts.sample_hz;
 	copts.probe_threshold_ns = (__u64)(opts.probe_threshold_ms * 1e6);

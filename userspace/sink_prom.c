@@ -810,7 +810,8 @@ static void family__self(FILE *out, const struct sink_prom *sp)
 	fprintf(out, "loopwatch_events_dropped_total %llu\n",
 		(unsigned long long)sp->events_dropped);
 	family__header(out, "loopwatch_loop_map_full_total", "counter",
-		       "Times a new loop thread went untraced: the kernel's loop table was full.");
+		       "Loop records the kernel failed to create. The table is an LRU: when "
+		       "full it drops the least recently active loop instead, uncounted.");
 	fprintf(out, "loopwatch_loop_map_full_total %llu\n", (unsigned long long)sp->loops_full);
 }
 

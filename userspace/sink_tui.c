@@ -2,6 +2,7 @@
 /* The live view: redraws in place like top. q quits. */
 #include <curses.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include "sink.h"
 
@@ -57,6 +58,26 @@ static void offenders__draw(const struct model *m, double now, int y)
 	free(o);
 }
 
+/*
+ * An 80-column terminal cannot hold the full row (~106 columns) and would
+ * cut off p99 and max, the columns rows are sorted by: drop the tid and
+ * share one column between process and thread names there.
+ */
+#define TUI_COMPACT_HEADER "    PID COMM/THREAD       ITER/s UTIL%   P50ms   P90ms   P99ms P99.9ms   MAXms"
+
+static void row__compact(char *buf, size_t len, const struct loop_thread *t,
+			 const struct loop_view *v, double seconds)
+{
+	char names[2 * LW_COMM_LEN + 2];
+
+	snprintf(names, sizeof(names), "%s/%s", t->comm, t->thread);
+	snprintf(buf, len, "%7u %-16.16s %7.0f %5.1f %7.2f %7.2f %7.2f %7.2f %7.2f", t->pid, names,
+		 seconds > 0 ? (double)v->iterations / seconds : 0,
+		 100.0 * loop_view__utilization(v), (double)v->lag.p50_ns / 1e6,
+		 (double)v->lag.p90_ns / 1e6, (double)v->lag.p99_ns / 1e6,
+		 (double)v->lag.p999_ns / 1e6, (double)v->lag.max_ns / 1e6);
+}
+
 void sink_tui__interval(const struct model *m, double ts)
 {
 	char when[16], row[256];
@@ -71,13 +92,18 @@ void sink_tui__interval(const struct model *m, double ts)
 	mvprintw(0, 0, "loopwatch  %s  %zu active loop threads  interval %.1fs  (q quits)",
 		 when, n, m->interval_s);
 	attron(A_REVERSE);
-	mvprintw(2, 0, "%-*s", COLS, loop_row__header());
+	bool compact = COLS < (int)strlen(loop_row__header());
+
+	mvprintw(2, 0, "%-*s", COLS, compact ? TUI_COMPACT_HEADER : loop_row__header());
 	attroff(A_REVERSE);
 	/* the loops take the top half, the offenders of the last minute the rest */
 	int y = 3, half = LINES / 2;
 
 	for (size_t i = 0; v && i < n && y < half; i++, y++) {
-		loop_row__format(row, sizeof(row), v[i], &v[i]->interval, m->interval_s);
+		if (compact)
+			row__compact(row, sizeof(row), v[i], &v[i]->interval, m->interval_s);
+		else
+			loop_row__format(row, sizeof(row), v[i], &v[i]->interval, m->interval_s);
 		mvaddnstr(y, 0, row, COLS);
 	}
 	free(v);

@@ -80,3 +80,23 @@ def test_bad_alert_flags_fail_clearly(ctx):
     r = subprocess.run([ctx.loopwatch, "--alert-exec", "/nonexistent/hook", "-d", "1"],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=30)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "alert-exec" in r.stderr, r
+
+
+def test_alert_ms_below_the_stall_threshold_still_alerts(ctx):
+    """--alert-ms 1 with the default --threshold 10: 2 ms iterations alert, yet are no
+    stalls (they are below --threshold)."""
+    out = tmpfile()
+    w = Workload([ctx.workload("stallwork"), out, "small", "3", "--go"])
+    lw = Loopwatch(ctx, "-p", w.pid, "-d", 60, "--alert-ms", 1, "--alert-every", 0)
+    try:
+        lw.start()
+        w.go()
+        w.wait()
+        lines = lw.stop()
+    finally:
+        w.kill()
+        lw.kill()
+    load_truth(out)
+    assert not of_type(lines, "stall"), of_type(lines, "stall")
+    alerts = of_type(lines, "alert", pid=w.pid)
+    assert len(alerts) == 3 and all(1.9 <= a["lag_ms"] < 10 for a in alerts), alerts

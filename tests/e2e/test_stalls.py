@@ -52,10 +52,16 @@ def check_kind(kind, record, stall, blocks):
     for s in stall["stacks"]:
         names |= frame_names(s["frames"])
     assert func in names, "%s: %s not in the stall's stacks: %s" % (kind, func, sorted(names))
+    # the culprit is named: enough samples (or the blocking stack) to find the function
+    assert func in stall["top"], "%s: top %r" % (kind, stall["top"])
     if not syscalls:
         return
     call_ms = record["call_ns"] / 1e6
-    mine = [b for b in blocks if b["syscall"] in syscalls and within(b["duration_ms"], call_ms, 0.05)]
+    # the blocking call made inside this very iteration
+    inside = [b for b in blocks if stall["ts"] - 0.001 <= b["ts"] <=
+              stall["ts"] + stall["duration_ms"] / 1000]
+    mine = [b for b in inside if b["syscall"] in syscalls and
+            within(b["duration_ms"], call_ms, 0.05)]
     assert mine, "%s: no %s blocking_call of %.2f ms: %s" % (
         kind, syscalls, call_ms, [(b["syscall"], b["duration_ms"]) for b in blocks])
     assert func in frame_names(mine[0]["stack"]), "%s: %s" % (kind, mine[0]["stack"])
@@ -73,6 +79,9 @@ def test_each_cause_is_a_stall_with_the_right_breakdown_and_stack(ctx):
     records = [r for r in truth["records"] if r["busy_ns"] >= THRESHOLD_MS * 1e6]
     assert len(stalls) == len(records), "%d stalls for %d slow iterations: %s" % (
         len(stalls), len(records), [(s["duration_ms"], s["cause"]) for s in stalls])
+    # every cause was injected and checked, none slipped under the threshold
+    assert sorted({r["kind"] for r in records}) == sorted(EXPECT), \
+        [(r["kind"], r["busy_ns"] / 1e6) for r in truth["records"]]
     for record, stall in zip(records, stalls):
         assert stall["tid"] == truth["tid"], stall
         check_kind(record["kind"], record, stall, blocks)
