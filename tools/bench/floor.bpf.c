@@ -32,6 +32,13 @@ SYSCALL(fdatasync)
 SYSCALL(sync_file_range)
 SYSCALL(syncfs)
 
+/* a wait resumed after a stop ends in restart_syscall */
+SEC("tracepoint/syscalls/sys_exit_restart_syscall")
+int exit_restart_syscall(void *ctx)
+{
+	return 0;
+}
+
 SEC("tp_btf/sched_process_exit")
 int floor_process_exit(void *ctx)
 {
