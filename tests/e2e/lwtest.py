@@ -98,9 +98,10 @@ def of_type(lines, kind, **match):
             all(l.get(k) == v for k, v in match.items())]
 
 
-def run_traced(ctx, argv, *flags, settle=0.0, duration=60, wrap=()):
+def run_traced(ctx, argv, *flags, settle=0.0, duration=60, wrap=(), with_stderr=False):
     """Start a --go workload, attach `loopwatch --json -p PID` with flags, let it settle
-    (so loopwatch sees the loop first), send go, wait for both: (pid, lines)."""
+    (so loopwatch sees the loop first), send go, wait for both: (pid, lines), plus
+    loopwatch's stderr when with_stderr."""
     w = Workload(argv)
     lw = Loopwatch(ctx, "-p", w.pid, "-d", duration, *flags, wrap=wrap)
     try:
@@ -113,7 +114,7 @@ def run_traced(ctx, argv, *flags, settle=0.0, duration=60, wrap=()):
     finally:
         w.kill()
         lw.kill()
-    return w.pid, lines
+    return (w.pid, lines, lw.stderr) if with_stderr else (w.pid, lines)
 
 
 def load_truth(path):

@@ -6,23 +6,15 @@ import stat
 import subprocess
 import tempfile
 
-from lwtest import Loopwatch, Workload, load_truth, of_type, tmpfile
+from lwtest import load_truth, of_type, run_traced, tmpfile
 
 
 def run(ctx, argv0, kinds, repeat, *flags):
     """stallwork (or a copy of it) under loopwatch with --threshold 1: (truth, lines, stderr)"""
     out = tmpfile()
-    w = Workload([argv0, out, kinds, str(repeat), "--go"])
-    lw = Loopwatch(ctx, "-p", w.pid, "-d", 60, "--threshold", 1, *flags)
-    try:
-        lw.start()
-        w.go()
-        w.wait()
-        lines = lw.stop()
-    finally:
-        w.kill()
-        lw.kill()
-    return load_truth(out), lines, lw.stderr
+    _, lines, stderr = run_traced(ctx, [argv0, out, kinds, str(repeat), "--go"],
+                                  "--threshold", 1, *flags, with_stderr=True)
+    return load_truth(out), lines, stderr
 
 
 def test_stall_over_alert_ms_alerts_and_a_small_one_does_not(ctx):
@@ -86,17 +78,9 @@ def test_alert_ms_below_the_stall_threshold_still_alerts(ctx):
     """--alert-ms 1 with the default --threshold 10: 2 ms iterations alert, yet are no
     stalls (they are below --threshold)."""
     out = tmpfile()
-    w = Workload([ctx.workload("stallwork"), out, "small", "3", "--go"])
-    lw = Loopwatch(ctx, "-p", w.pid, "-d", 60, "--alert-ms", 1, "--alert-every", 0)
-    try:
-        lw.start()
-        w.go()
-        w.wait()
-        lines = lw.stop()
-    finally:
-        w.kill()
-        lw.kill()
+    pid, lines = run_traced(ctx, [ctx.workload("stallwork"), out, "small", "3", "--go"],
+                            "--alert-ms", 1, "--alert-every", 0)
     load_truth(out)
     assert not of_type(lines, "stall"), of_type(lines, "stall")
-    alerts = of_type(lines, "alert", pid=w.pid)
+    alerts = of_type(lines, "alert", pid=pid)
     assert len(alerts) == 3 and all(1.9 <= a["lag_ms"] < 10 for a in alerts), alerts
