@@ -151,11 +151,14 @@ static void loop_view__delta(struct loop_view *v, const struct lw_loop *now,
 	 * fresh one: counters that went back restart from zero.
 	 */
 	if (now->iterations < before->iterations || now->busy_ns < before->busy_ns ||
-	    now->idle_ns < before->idle_ns)
+	    now->idle_ns < before->idle_ns || now->blocked_ns < before->blocked_ns ||
+	    now->runq_ns < before->runq_ns)
 		before = &zero;
 	v->iterations = now->iterations - before->iterations;
 	v->busy_ns = now->busy_ns - before->busy_ns;
 	v->idle_ns = now->idle_ns - before->idle_ns;
+	v->blocked_ns = now->blocked_ns - before->blocked_ns;
+	v->runq_ns = now->runq_ns - before->runq_ns;
 	hist__diff(&delta, &now->busy_hist, &before->busy_hist);
 	/* a new all-time maximum was set in this interval: then it is exact */
 	max_ns = now->max_busy_ns;
@@ -181,6 +184,8 @@ void loop_thread__summary(const struct loop_thread *t, struct loop_view *out)
 	out->iterations = t->snap.iterations;
 	out->busy_ns = t->snap.busy_ns;
 	out->idle_ns = t->snap.idle_ns;
+	out->blocked_ns = t->snap.blocked_ns;
+	out->runq_ns = t->snap.runq_ns;
 	hist__summarize(&t->snap.busy_hist, t->snap.max_busy_ns, &out->lag);
 	out->lag.max_ns = t->snap.max_busy_ns;
 }

@@ -28,6 +28,8 @@ struct loop_view {
 	__u64 iterations;
 	__u64 busy_ns;
 	__u64 idle_ns;
+	__u64 blocked_ns;	/* of busy: asleep */
+	__u64 runq_ns;		/* of busy: waiting for a CPU */
 	struct lag_summary lag;
 };
 

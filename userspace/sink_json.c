@@ -6,17 +6,22 @@
 static void loop_view__json(FILE *out, const char *type, double ts,
 			    const struct loop_thread *t, const struct loop_view *v)
 {
+	__u64 off_ns = v->blocked_ns + v->runq_ns;
+
 	fprintf(out, "{\"type\":\"%s\",\"ts\":%.3f,\"pid\":%u,\"tid\":%u,\"comm\":", type, ts,
 		t->pid, t->tid);
 	json__string(out, t->comm);
 	fputs(",\"thread\":", out);
 	json__string(out, t->thread);
 	fprintf(out, ",\"iterations\":%llu,\"busy_ms\":%.3f,\"idle_ms\":%.3f,"
+		"\"oncpu_ms\":%.3f,\"blocked_ms\":%.3f,\"runq_ms\":%.3f,"
 		"\"utilization\":%.4f,\"lag_ms\":{\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f,"
 		"\"p999\":%.3f,\"max\":%.3f}}\n",
 		(unsigned long long)v->iterations, json__ms(v->busy_ns), json__ms(v->idle_ns),
-		loop_view__utilization(v), json__ms(v->lag.p50_ns), json__ms(v->lag.p90_ns),
-		json__ms(v->lag.p99_ns), json__ms(v->lag.p999_ns), json__ms(v->lag.max_ns));
+		json__ms(v->busy_ns > off_ns ? v->busy_ns - off_ns : 0), json__ms(v->blocked_ns),
+		json__ms(v->runq_ns), loop_view__utilization(v), json__ms(v->lag.p50_ns),
+		json__ms(v->lag.p90_ns), json__ms(v->lag.p99_ns), json__ms(v->lag.p999_ns),
+		json__ms(v->lag.max_ns));
 }
 
 void sink_json__interval(FILE *out, const struct model *m, double ts)

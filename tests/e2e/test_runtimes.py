@@ -40,3 +40,11 @@ def test_node_http_server(ctx):
     assert requests > 200, requests
     rows = assert_plausible_loop(lines, pid, requests)
     assert all(r["comm"] == "node" for r in rows), rows
+
+
+def test_aiohttp_server(ctx):
+    pid, requests, lines = serve_and_watch(
+        ctx, ["/usr/bin/python3", os.path.join(APPS, "aiohttp_server.py")])
+    assert requests > 200, requests
+    rows = assert_plausible_loop(lines, pid, requests)
+    assert rows[0]["comm"].startswith("python3"), rows[0]

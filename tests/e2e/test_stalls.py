@@ -87,6 +87,13 @@ def test_each_cause_is_a_stall_with_the_right_breakdown_and_stack(ctx):
         check_kind(record["kind"], record, stall, blocks)
     summary = of_type(lines, "summary", pid=truth["pid"])
     assert summary and summary[0]["iterations"] == len(truth["records"]), summary
+    # the per-thread sums hold each injected kind's time
+    kind_ms = lambda *kinds: sum(r["call_ns"] for r in truth["records"]
+                                 if r["kind"] in kinds) / 1e6
+    s = summary[0]
+    assert s["blocked_ms"] >= 0.9 * kind_ms("sleep", "mutex") + 0.7 * kind_ms("fsync"), s
+    assert s["runq_ms"] >= 0.8 * kind_ms("runq") and s["oncpu_ms"] >= 0.8 * kind_ms("cpu"), s
+    assert abs(s["oncpu_ms"] + s["blocked_ms"] + s["runq_ms"] - s["busy_ms"]) < 0.01, s
 
 
 def test_no_stall_under_the_threshold(ctx):
