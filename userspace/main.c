@@ -262,6 +262,7 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 	disp.model = m;
+	m->stuck_ns = copts.stall_threshold_ns;
 	disp.out = stdout;
 	disp.output = out == OUT_JSON ? DISPATCH_JSON : out == OUT_TEXT ? DISPATCH_TEXT
 									: DISPATCH_NONE;

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "model.h"
 #include "procfs.h"
 #include "syscalls.h"
@@ -167,14 +168,33 @@ static void loop_view__delta(struct loop_view *v, const struct lw_loop *now,
 		v->lag.max_ns = now->max_busy_ns;
 }
 
+/* CLOCK_MONOTONIC: the clock of bpf_ktime_get_ns() */
+static __u64 clock__mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
+}
+
 void model__end_interval(struct model *m, double interval_s)
 {
+	__u64 now = clock__mono_ns();
+
 	m->interval_s = interval_s;
 	for (size_t i = 0; i < m->nthreads; i++) {
 		struct loop_thread *t = m->threads[i];
+		const struct lw_loop *s = &t->snap;
 
 		loop_view__delta(&t->interval, &t->snap, &t->prev);
-		t->active = t->interval.iterations > 0;
+		/*
+		 * A loop that never comes back to its wait call has no iteration
+		 * to report: a hung loop must not vanish from the view.
+		 */
+		t->busy_now_ns = !t->exited && !s->in_wait && s->busy_start_ns &&
+				 now > s->busy_start_ns ? now - s->busy_start_ns : 0;
+		t->active = t->interval.iterations > 0 ||
+			    (m->stuck_ns && t->busy_now_ns >= m->stuck_ns);
 		t->prev = t->snap;
 	}
 }
@@ -197,13 +217,19 @@ double loop_view__utilization(const struct loop_view *v)
 	return total ? (double)v->busy_ns / (double)total : 0.0;
 }
 
+/* a loop stuck right now is as bad as its current iteration is long */
+static __u64 thread__badness(const struct loop_thread *t)
+{
+	return t->busy_now_ns > t->interval.lag.p99_ns ? t->busy_now_ns : t->interval.lag.p99_ns;
+}
+
 static int thread__cmp_interval(const void *a, const void *b)
 {
 	const struct loop_thread *x = *(struct loop_thread *const *)a;
 	const struct loop_thread *y = *(struct loop_thread *const *)b;
 
-	if (x->interval.lag.p99_ns != y->interval.lag.p99_ns)
-		return x->interval.lag.p99_ns < y->interval.lag.p99_ns ? 1 : -1;
+	if (thread__badness(x) != thread__badness(y))
+		return thread__badness(x) < thread__badness(y) ? 1 : -1;
 	return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 

@@ -43,7 +43,8 @@ struct loop_thread {
 	char cgroup[256];	/* cgroup v2 path, "" when unknown */
 	bool exited;
 	bool seen;		/* present in the latest drain */
-	bool active;		/* iterated during the last interval */
+	bool active;		/* iterated during the last interval, or is stuck */
+	__u64 busy_now_ns;	/* inside a busy period this long right now (0: waiting) */
 	struct lw_loop snap;	/* latest cumulative counters from the kernel */
 	struct lw_loop prev;	/* the snapshot at the previous interval's end */
 	struct loop_view interval;
@@ -82,6 +83,7 @@ struct model {
 	size_t nthreads;
 	size_t cap;
 	double interval_s;	/* length of the last interval */
+	__u64 stuck_ns;		/* a busy period this long, not yet ended, is shown */
 	struct offender *offenders;	/* whole run */
 	size_t noffenders;
 	size_t offenders_cap;

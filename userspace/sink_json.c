@@ -14,12 +14,13 @@ static void loop_view__json(FILE *out, const char *type, double ts,
 	fputs(",\"thread\":", out);
 	json__string(out, t->thread);
 	fprintf(out, ",\"iterations\":%llu,\"busy_ms\":%.3f,\"idle_ms\":%.3f,"
-		"\"oncpu_ms\":%.3f,\"blocked_ms\":%.3f,\"runq_ms\":%.3f,"
+		"\"oncpu_ms\":%.3f,\"blocked_ms\":%.3f,\"runq_ms\":%.3f,\"busy_now_ms\":%.3f,"
 		"\"utilization\":%.4f,\"lag_ms\":{\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f,"
 		"\"p999\":%.3f,\"max\":%.3f}}\n",
 		(unsigned long long)v->iterations, json__ms(v->busy_ns), json__ms(v->idle_ns),
 		json__ms(v->busy_ns > off_ns ? v->busy_ns - off_ns : 0), json__ms(v->blocked_ns),
-		json__ms(v->runq_ns), loop_view__utilization(v), json__ms(v->lag.p50_ns),
+		json__ms(v->runq_ns), json__ms(t->busy_now_ns), loop_view__utilization(v),
+		json__ms(v->lag.p50_ns),
 		json__ms(v->lag.p90_ns), json__ms(v->lag.p99_ns), json__ms(v->lag.p999_ns),
 		json__ms(v->lag.max_ns));
 }

@@ -28,10 +28,14 @@ void loop_row__format(char *buf, size_t len, const struct loop_thread *t,
 {
 	double rate = seconds > 0 ? (double)v->iterations / seconds : 0;
 
-	snprintf(buf, len, "%7u %7u %-15s %-15s %7.0f %6.1f %8.3f %8.3f %8.3f %8.3f %8.3f",
-		 t->pid, t->tid, t->comm, t->thread, rate, 100.0 * loop_view__utilization(v),
-		 ms(v->lag.p50_ns), ms(v->lag.p90_ns), ms(v->lag.p99_ns), ms(v->lag.p999_ns),
-		 ms(v->lag.max_ns));
+	int n = snprintf(buf, len, "%7u %7u %-15s %-15s %7.0f %6.1f %8.3f %8.3f %8.3f %8.3f %8.3f",
+			 t->pid, t->tid, t->comm, t->thread, rate,
+			 100.0 * loop_view__utilization(v), ms(v->lag.p50_ns), ms(v->lag.p90_ns),
+			 ms(v->lag.p99_ns), ms(v->lag.p999_ns), ms(v->lag.max_ns));
+
+	/* still inside an iteration longer than an interval: hung, or nearly */
+	if (t->busy_now_ns >= 1000000000ull && n > 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n, "  STUCK %.1fs", (double)t->busy_now_ns / 1e9);
 }
 
 void sink_text__interval(FILE *out, const struct model *m, double ts)
