@@ -72,7 +72,6 @@ void attributor__prefetch(struct attributor *a, __u32 pid)
 {
 	uint64_t ip = 0;
 	struct frame f;
-
 	struct lw_py_proc cfg;
 	char version[32];
 

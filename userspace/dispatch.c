@@ -15,7 +15,6 @@ static void dispatch__stall(struct dispatch *d, const struct lw_stall_event *e)
 		stall_report__free(&r);
 		return;
 	}
-	d->stalls++;
 	model__add_stall(d->model, &r);
 	if (d->output == DISPATCH_JSON)
 		sink_json__stall(d->out, &r);
@@ -30,7 +29,6 @@ static void dispatch__block(struct dispatch *d, const struct lw_block_event *e)
 
 	if (attributor__block(d->attr, e, &r))
 		return;
-	d->blocks++;
 	if (d->output == DISPATCH_JSON)
 		sink_json__block(d->out, &r);
 	else if (d->output == DISPATCH_TEXT)

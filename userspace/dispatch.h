@@ -20,8 +20,6 @@ struct dispatch {
 	__u64 stall_threshold_ns;	/* slower iterations than this are stalls */
 	enum dispatch_output output;
 	FILE *out;
-	__u64 stalls;
-	__u64 blocks;
 };
 
 /* an event_fn for the collector; ctx is the struct dispatch */

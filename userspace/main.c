@@ -48,10 +48,7 @@ static double clock__wall(void)
 
 static void model__ingest_cb(const struct lw_loop *loop, void *ctx)
 {
-	struct dispatch *d = ctx;
-
-	if (model__ingest(d->model, loop))
-		attributor__prefetch(d->attr, loop->pid);
+	model__ingest(ctx, loop);
 }
 
 static void model__syscall_cb(const struct lw_syscall_key *key,
@@ -104,7 +101,6 @@ static struct sink_prom *prom__open(const struct options *opts)
 	return sp;
 }
 
-/* Latest kernel counters into the model, between the ends of two intervals. */
 static const char *probe__label_cb(const void *ctx, __u32 id)
 {
 	return probes__label(ctx, id);
@@ -118,34 +114,54 @@ static void model__probe_cb(const struct lw_probe_key *key, const struct lw_prob
 	model__add_probe(d->model, key, st, probes__label(d->probes, key->id));
 }
 
-static void model__refresh(struct collector *c, struct dispatch *d)
+/* Latest kernel counters into the model, between the ends of two intervals. */
+static void model__refresh(struct collector *c, struct model *m)
 {
-	model__begin_drain(d->model);
-	collector__drain_loops(c, model__ingest_cb, d);
+	model__begin_drain(m);
+	collector__drain_loops(c, model__ingest_cb, m);
+}
+
+/*
+ * The per-(process, probe) and per-(process, syscall) aggregates: read only
+ * where they are shown (the live view, the Prometheus file, the summary),
+ * not at every interval.
+ */
+static void model__refresh_probes(struct collector *c, struct dispatch *d)
+{
 	model__clear_probes(d->model);
 	if (d->probes)
 		collector__drain_probes(c, model__probe_cb, d);
 	model__finish_probes(d->model);
 }
 
+static int pid__cmp(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 /* Loop processes may load a catalogued library late (Python imports _json on first use). */
 static void probes__refresh(struct dispatch *d)
 {
-	int *pids = calloc(d->model->nthreads + 1, sizeof(*pids)), n = 0;
+	int *pids = calloc(d->model->nthreads + 1, sizeof(*pids)), n = 0, k = 0;
 
 	if (!pids)
 		return;
 	for (size_t i = 0; i < d->model->nthreads; i++) {
-		const struct loop_thread *t = d->model->threads[i];
-
-		if (!t->exited && (!n || pids[n - 1] != (int)t->pid))
-			pids[n++] = (int)t->pid;
+		if (!d->model->threads[i]->exited)
+			pids[n++] = (int)d->model->threads[i]->pid;
 	}
-	probes__rescan(d->probes, pids, n);
+	/* each process once, however many loop threads it has */
+	qsort(pids, (size_t)n, sizeof(*pids), pid__cmp);
+	for (int i = 0; i < n; i++) {
+		if (!k || pids[k - 1] != pids[i])
+			pids[k++] = pids[i];
+	}
+	probes__rescan(d->probes, pids, k);
 	free(pids);
 }
 
-/* One line when writes start failing, not one per write: a daemon's log stays readable. */
 static void model__refresh_syscalls(struct collector *c, struct model *m)
 {
 	model__clear_syscalls(m);
@@ -153,14 +169,17 @@ static void model__refresh_syscalls(struct collector *c, struct model *m)
 	model__sort_syscalls(m);
 }
 
-static int prom__write(struct sink_prom *sp, struct collector *c, struct model *m,
+/* One line when writes start failing, not one per write: a daemon's log stays readable. */
+static int prom__write(struct sink_prom *sp, struct collector *c, struct dispatch *d,
 		       const char *path)
 {
+	struct model *m = d->model;
 	static int last_err;
 	__u64 dropped, loops_full;
 	int err;
 
 	model__refresh_syscalls(c, m);
+	model__refresh_probes(c, d);
 	collector__counters(c, &dropped, &loops_full);
 	sink_prom__set_kernel_counters(sp, dropped, loops_full);
 	err = sink_prom__write(sp, m, clock__mono());
@@ -308,7 +327,7 @@ int main(int argc, char **argv)
 	end = opts.duration_s > 0 ? start + opts.duration_s : 0;
 	/* at once: the file's appearance tells a supervisor that tracing runs */
 	if (sp)
-		prom__write(sp, c, m, opts.prom_file);
+		prom__write(sp, c, &disp, opts.prom_file);
 	while (!exiting) {
 		double now, deadline = end && end < next ? end : next;
 		bool stop, drained = false;
@@ -319,7 +338,9 @@ int main(int argc, char **argv)
 		now = clock__mono();
 		stop = exiting || (end && now >= end) || pids__all_gone(&opts);
 		if (now >= next || stop) {
-			model__refresh(c, &disp);
+			model__refresh(c, m);
+			if (out == OUT_TUI)
+				model__refresh_probes(c, &disp);
 			model__end_interval(m, now - last);
 			m->run_s = now - start;
 			interval__emit(out, m, clock__wall());
@@ -336,20 +357,21 @@ int main(int argc, char **argv)
 			break;
 		if (sp && now >= next_prom) {
 			if (!drained)
-				model__refresh(c, &disp);
-			prom__write(sp, c, m, opts.prom_file);
+				model__refresh(c, m);
+			prom__write(sp, c, &disp, opts.prom_file);
 			while (next_prom <= now)
 				next_prom += opts.prom_interval_s;
 		}
 	}
 	sink_tui__close();
 	model__refresh_syscalls(c, m);
+	model__refresh_probes(c, &disp);
 	if (out == OUT_JSON)
 		sink_json__summary(stdout, m, clock__wall());
 	else if (out != OUT_NONE)
 		sink_text__summary(stdout, m, clock__wall());
 	status = 0;
-	if (sp && prom__write(sp, c, m, opts.prom_file))
+	if (sp && prom__write(sp, c, &disp, opts.prom_file))
 		status = 1;
 cleanup:
 	sink_tui__close();

@@ -120,15 +120,14 @@ void model__begin_drain(struct model *m)
 		m->threads[i]->seen = false;
 }
 
-bool model__ingest(struct model *m, const struct lw_loop *snap)
+void model__ingest(struct model *m, const struct lw_loop *snap)
 {
 	struct loop_thread *t = model__find(m, snap->tid, snap->start_ns);
-	bool fresh = !t;
 
 	if (!t)
 		t = model__add(m, snap);
 	if (!t)
-		return false;
+		return;
 	t->snap = *snap;
 	t->seen = true;
 	if (snap->flags & LW_THREAD_EXITED)
@@ -137,7 +136,6 @@ bool model__ingest(struct model *m, const struct lw_loop *snap)
 		proc__read_comm(t->pid, t->pid, t->comm, sizeof(t->comm));
 		proc__read_comm(t->pid, t->tid, t->thread, sizeof(t->thread));
 	}
-	return fresh;
 }
 
 static void loop_view__delta(struct loop_view *v, const struct lw_loop *now,

@@ -100,11 +100,8 @@ struct model {
 struct model *model__new(void);
 void model__free(struct model *m);
 void model__begin_drain(struct model *m);
-/*
- * One kernel record; names are refreshed from /proc while the thread lives.
- * Returns true the first time a thread is seen.
- */
-bool model__ingest(struct model *m, const struct lw_loop *snap);
+/* one kernel record; names are refreshed from /proc while the thread lives */
+void model__ingest(struct model *m, const struct lw_loop *snap);
 /* close the interval: compute per-thread deltas and percentiles */
 void model__end_interval(struct model *m, double interval_s);
 /* totals since loopwatch started watching the thread */
