@@ -158,28 +158,19 @@ def test_plain_text_when_piped(ctx):
 def test_a_hung_loop_stays_in_view(ctx):
     """A loop stuck in one iteration has no iteration to report: it must still show,
     with how long it has been busy, worst first."""
-    w = Workload(["/usr/bin/python3", "-c",
-                  "import os, select, sys, time\n"
-                  "ep = select.epoll()\n"
-                  "print(os.getpid(), flush=True)\n"
-                  "sys.stdin.readline()\n"
-                  "for _ in range(20):\n"
-                  "    ep.poll(0.01)\n"
-                  "time.sleep(3)  # hung\n"
-                  "ep.poll(0)\n"])
-    lw = Loopwatch(ctx, "-p", w.pid, "-i", 0.5, "-d", 30)
-    try:
-        lw.start()
-        w.go()
-        w.wait()
-        lines = lw.stop()
-    finally:
-        w.kill()
-        lw.kill()
-    stuck = [r for r in of_type(lines, "interval", pid=w.pid) if r["iterations"] == 0]
+    pid, lines = run_traced(ctx, ["/usr/bin/python3", "-c",
+                                  "import os, select, sys, time\n"
+                                  "ep = select.epoll()\n"
+                                  "print(os.getpid(), flush=True)\n"
+                                  "sys.stdin.readline()\n"
+                                  "for _ in range(20):\n"
+                                  "    ep.poll(0.01)\n"
+                                  "time.sleep(3)  # hung\n"
+                                  "ep.poll(0)\n"], "-i", 0.5, duration=30)
+    stuck = [r for r in of_type(lines, "interval", pid=pid) if r["iterations"] == 0]
     assert len(stuck) >= 3, [(r["iterations"], r["busy_now_ms"]) for r in
-                             of_type(lines, "interval", pid=w.pid)]
+                             of_type(lines, "interval", pid=pid)]
     busy = [r["busy_now_ms"] for r in stuck]
     assert busy == sorted(busy) and busy[-1] >= 2000, busy
-    s = of_type(lines, "summary", pid=w.pid)[0]
+    s = of_type(lines, "summary", pid=pid)[0]
     assert 2950 <= s["lag_ms"]["max"] <= 3300, s
