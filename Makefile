@@ -15,9 +15,10 @@ LDLIBS := -lbpf -lelf -lz -lncursesw
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
 BPF_HDRS := $(wildcard bpf/*.h)
-USER_SRCS := $(filter-out userspace/main.c,$(wildcard userspace/*.c))
-USER_OBJS := $(patsubst userspace/%.c,$(OUT)/%.o,$(USER_SRCS))
-USER_HDRS := $(wildcard userspace/*.h)
+# userspace/<folder>/<file>.c: one folder per stage of the pipeline (userspace/README.md)
+USER_SRCS := $(filter-out userspace/main.c,$(wildcard userspace/*.c userspace/*/*.c))
+USER_OBJS := $(patsubst userspace/%.c,$(OUT)/obj/%.o,$(USER_SRCS))
+USER_HDRS := $(wildcard userspace/*.h userspace/*/*.h)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(wildcard tests/unit/*.c))
 WORKLOADS := $(patsubst tests/workloads/%.c,$(OUT)/workloads/%,$(wildcard tests/workloads/*.c))
 
@@ -59,10 +60,11 @@ $(OUT)/syscall_names.h: | $(OUT)/.deps
 			printf "[%s] = \"%s\",\n", $$3, $$2 }' | sort -t[ -k2 -n > $@.tmp
 	mv $@.tmp $@
 
-$(OUT)/%.o: userspace/%.c $(USER_HDRS) $(BPF_HDRS) $(OUT)/loopwatch.skel.h $(OUT)/syscall_names.h
+$(OUT)/obj/%.o: userspace/%.c $(USER_HDRS) $(BPF_HDRS) $(OUT)/loopwatch.skel.h $(OUT)/syscall_names.h
+	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(OUT)/loopwatch: $(OUT)/main.o $(USER_OBJS)
+$(OUT)/loopwatch: $(OUT)/obj/main.o $(USER_OBJS)
 	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
 
 $(OUT)/tests/%: tests/unit/%.c tests/unit/*.h $(USER_OBJS)

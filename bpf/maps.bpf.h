@@ -7,7 +7,7 @@
 #ifndef LOOPWATCH_MAPS_BPF_H
 #define LOOPWATCH_MAPS_BPF_H
 
-#include "loopwatch.h"
+#include "lw_abi.h"
 
 /* Loop threads by tid. LRU: tids churn and the map must stay bounded. */
 struct {

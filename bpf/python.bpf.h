@@ -14,7 +14,7 @@
 
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
-#include "python.h"
+#include "lw_abi_python.h"
 
 /*
  * CPython processes by pid, filled by userspace when a loop process appears.

@@ -1,23 +1,32 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* loopwatch: find what blocks event loops, from outside the process. */
+/*
+ * loopwatch: find what blocks event loops, from outside the process.
+ *
+ * The pipeline, built here in the order data flows: the kernel side
+ * (kernel/), the processes it reports (proc/, tracker/), their stacks named
+ * (symbols/), kernel events turned into reports (events/), the model they
+ * update (model/) and the outputs (sinks/). Then one loop polls the ring
+ * buffer and the outputs' descriptors until the end, and prints the summary.
+ */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
-#include "collector.h"
-#include "dispatch.h"
-#include "model.h"
+#include "events/decode.h"
+#include "events/events.h"
+#include "kernel/collector.h"
+#include "kernel/system.h"
+#include "lib/clock.h"
+#include "model/model.h"
 #include "options.h"
-#include "procfs.h"
-#include "sink.h"
-#include "sink_prom.h"
-#include "system.h"
-
-/* OUT_NONE: --quiet without --json, a daemon whose output is the --prom-file */
-enum output { OUT_TEXT, OUT_JSON, OUT_TUI, OUT_NONE };
+#include "proc/procs.h"
+#include "sinks/sink.h"
+#include "symbols/symbols.h"
+#include "tracker/probes.h"
+#include "tracker/tracker.h"
 
 /* how often loop processes are rescanned for newly loaded catalogued files */
 #define PROBE_RESCAN_S 2.0
@@ -30,41 +39,20 @@ static void signal__handle(int sig)
 	exiting = 1;
 }
 
-static double clock__mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static double clock__wall(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void model__ingest_cb(const struct lw_loop *loop, void *ctx)
-{
-	model__ingest(ctx, loop);
-}
-
-static void model__syscall_cb(const struct lw_syscall_key *key,
-			      const struct lw_syscall_stats *st, void *ctx)
-{
-	model__add_syscall(ctx, key, st);
-}
-
-static bool pids__all_gone(const struct options *opts)
-{
-	for (int i = 0; i < opts->npids; i++) {
-		if (proc__exists(opts->pids[i]))
-			return false;
-	}
-	return opts->npids > 0;
-}
+/* Everything one run holds, torn down in one place. */
+struct run {
+	struct options opts;
+	struct procs *procs;
+	struct symbols *syms;
+	struct collector *c;
+	struct probes *probes;
+	struct tracker *tracker;
+	struct decoder *decoder;
+	struct model *model;
+	struct sinks *sinks;
+	struct events events;
+	struct model_source source;
+};
 
 static void fail(const char *what)
 {
@@ -81,305 +69,308 @@ static void preflight(const struct options *opts)
 	if (system__check_btf(err, sizeof(err)))
 		fail(err);
 	for (int i = 0; i < opts->npids; i++) {
-		if (!proc__exists(opts->pids[i])) {
+		if (!procs__exists(opts->pids[i])) {
 			snprintf(err, sizeof(err), "no such process: %d", opts->pids[i]);
 			fail(err);
 		}
 	}
 }
 
-static struct sink_prom *prom__open(const struct options *opts)
+static bool pids__all_gone(const struct options *opts)
 {
-	struct sink_prom *sp;
+	for (int i = 0; i < opts->npids; i++) {
+		if (procs__exists(opts->pids[i]))
+			return false;
+	}
+	return opts->npids > 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* where the model's numbers come from: the kernel's maps, the tracker's names */
+
+static int source__loops(void *ctx, void (*fn)(const struct lw_loop *, void *), void *arg)
+{
+	struct run *r = ctx;
+
+	return collector__drain_loops(r->c, fn, arg);
+}
+
+static int source__syscalls(void *ctx,
+			    void (*fn)(const struct lw_syscall_key *, const struct lw_syscall_stats *,
+				       void *),
+			    void *arg)
+{
+	struct run *r = ctx;
+
+	return collector__drain_syscalls(r->c, fn, arg);
+}
+
+static int source__probes(void *ctx,
+			  void (*fn)(const struct lw_probe_key *, const struct lw_probe_stats *,
+				     void *),
+			  void *arg)
+{
+	struct run *r = ctx;
+
+	return r->probes ? collector__drain_probes(r->c, fn, arg) : 0;
+}
+
+static void source__counters(void *ctx, __u64 *dropped, __u64 *loops_full)
+{
+	struct run *r = ctx;
+
+	collector__counters(r->c, dropped, loops_full);
+}
+
+static void source__probe_label(void *ctx, __u32 id, char *buf, size_t len)
+{
+	struct run *r = ctx;
+
+	tracker__probe_label(r->tracker, id, buf, len);
+}
+
+static void decoder__probe_label(const void *ctx, __u32 id, char *buf, size_t len)
+{
+	tracker__probe_label(ctx, id, buf, len);
+}
+
+static bool source__names(void *ctx, __u32 pid, __u32 tid, char *comm, char *thread)
+{
+	struct run *r = ctx;
+
+	return tracker__names(r->tracker, pid, tid, comm, thread);
+}
+
+static void source__facts(void *ctx, __u32 pid, char *exe, size_t exe_len, char *cgroup,
+			  size_t cgroup_len)
+{
+	struct run *r = ctx;
+
+	tracker__facts(r->tracker, pid, exe, exe_len, cgroup, cgroup_len);
+}
+
+/* ------------------------------------------------------------------ */
+/* setup */
+
+static void config__from_options(struct sink_config *cfg, const struct options *opts)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->out = stdout;
+	cfg->json = opts->json;
+	cfg->quiet = opts->quiet;
+	cfg->tty = isatty(STDOUT_FILENO);
+	cfg->alert_ms = opts->alert_ms;
+	cfg->alert_log = opts->alert_log;
+	cfg->alert_exec = opts->alert_exec;
+	cfg->alert_every_s = opts->alert_every_s;
+	cfg->prom_file = opts->prom_file;
+	cfg->prom_interval_s = opts->prom_interval_s;
+	cfg->prom_per_pid = opts->prom_per_pid;
+}
+
+static void collector_opts__from_options(struct collector_opts *copts, struct run *r)
+{
+	const struct options *opts = &r->opts;
+
+	memset(copts, 0, sizeof(*copts));
+	copts->pids = opts->pids;
+	copts->npids = opts->npids;
+	copts->comm = opts->has_comm ? opts->comm : NULL;
+	copts->verbose = opts->verbose;
+	copts->stall_threshold_ns = (__u64)(opts->threshold_ms * 1e6);
+	/* an --alert-ms under --threshold still needs those iterations sent up */
+	copts->slow_threshold_ns = (__u64)((opts->alert_ms < opts->threshold_ms ? opts->alert_ms
+										 : opts->threshold_ms) * 1e6);
+	copts->block_threshold_ns = (__u64)(opts->block_threshold_ms * 1e6);
+	copts->sample_hz = opts->sample_hz;
+	copts->probe_threshold_ns = (__u64)(opts->probe_threshold_ms * 1e6);
+	copts->on_event = events__handle;
+	copts->ctx = &r->events;
+}
+
+/* 0, or the exit status with the reason already printed */
+static int run__open(struct run *r)
+{
+	struct collector_opts copts;
+	struct sink_config cfg;
 	char err[512];
+	int status;
 
-	if (!opts->prom_file)
-		return NULL;
-	sp = sink_prom__open(opts->prom_file, opts->prom_per_pid, err, sizeof(err));
-	if (!sp)
-		fail(err);
-	return sp;
-}
-
-static const char *probe__label_cb(const void *ctx, __u32 id)
-{
-	return probes__label(ctx, id);
-}
-
-static void model__probe_cb(const struct lw_probe_key *key, const struct lw_probe_stats *st,
-			    void *ctx)
-{
-	struct dispatch *d = ctx;
-
-	model__add_probe(d->model, key, st, probes__label(d->probes, key->id));
-}
-
-/* Latest kernel counters into the model, between the ends of two intervals. */
-static void model__refresh(struct collector *c, struct model *m)
-{
-	model__begin_drain(m);
-	collector__drain_loops(c, model__ingest_cb, m);
-}
-
-/*
- * The per-(process, probe) and per-(process, syscall) aggregates: read only
- * where they are shown (the live view, the Prometheus file, the summary),
- * not at every interval.
- */
-static void model__refresh_probes(struct collector *c, struct dispatch *d)
-{
-	model__clear_probes(d->model);
-	if (d->probes)
-		collector__drain_probes(c, model__probe_cb, d);
-	model__finish_probes(d->model);
-}
-
-static int pid__cmp(const void *a, const void *b)
-{
-	int x = *(const int *)a, y = *(const int *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* Loop processes may load a catalogued library late (Python imports _json on first use). */
-static void probes__refresh(struct dispatch *d)
-{
-	int *pids = calloc(d->model->nthreads + 1, sizeof(*pids)), n = 0, k = 0;
-
-	if (!pids)
-		return;
-	for (size_t i = 0; i < d->model->nthreads; i++) {
-		if (!d->model->threads[i]->exited)
-			pids[n++] = (int)d->model->threads[i]->pid;
+	config__from_options(&cfg, &r->opts);
+	r->sinks = sinks__open(&cfg, err, sizeof(err), &status);
+	if (!r->sinks)
+		goto fail;
+	status = 1;
+	collector_opts__from_options(&copts, r);
+	r->model = model__new(copts.stall_threshold_ns);
+	r->procs = procs__new();
+	r->syms = r->procs ? symbols__new(r->procs) : NULL;
+	if (!r->model || !r->syms) {
+		snprintf(err, sizeof(err), "out of memory");
+		goto fail;
 	}
-	/* each process once, however many loop threads it has */
-	qsort(pids, (size_t)n, sizeof(*pids), pid__cmp);
-	for (int i = 0; i < n; i++) {
-		if (!k || pids[k - 1] != pids[i])
-			pids[k++] = pids[i];
+	r->c = collector__open(&copts, err, sizeof(err));
+	if (!r->c)
+		goto fail;
+	r->probes = probes__new(r->c, !r->opts.no_builtin_probes, r->opts.probes,
+				r->opts.nprobes, err, sizeof(err));
+	if (!r->probes) {
+		status = 2;
+		goto fail;
 	}
-	probes__rescan(d->probes, pids, k);
-	free(pids);
-}
-
-static void model__refresh_syscalls(struct collector *c, struct model *m)
-{
-	model__clear_syscalls(m);
-	collector__drain_syscalls(c, model__syscall_cb, m);
-	model__sort_syscalls(m);
-}
-
-/* One line when writes start failing, not one per write: a daemon's log stays readable. */
-static int prom__write(struct sink_prom *sp, struct collector *c, struct dispatch *d,
-		       const char *path)
-{
-	struct model *m = d->model;
-	static int last_err;
-	__u64 dropped, loops_full;
-	int err;
-
-	model__refresh_syscalls(c, m);
-	model__refresh_probes(c, d);
-	collector__counters(c, &dropped, &loops_full);
-	sink_prom__set_kernel_counters(sp, dropped, loops_full);
-	err = sink_prom__write(sp, m, clock__mono());
-
-	if (err && err != last_err)
-		fprintf(stderr, "loopwatch: cannot write %s: %s\n", path, strerror(-err));
-	last_err = err;
-	return err;
-}
-
-static void interval__emit(enum output out, struct model *m, double ts)
-{
-	switch (out) {
-	case OUT_JSON:
-		sink_json__interval(stdout, m, ts);
-		break;
-	case OUT_TUI:
-		sink_tui__interval(m, ts);
-		break;
-	case OUT_TEXT:
-		sink_text__interval(stdout, m, ts);
-		break;
-	case OUT_NONE:
-		break;
+	r->tracker = tracker__new(r->c, r->procs, r->syms, r->probes);
+	r->decoder = r->tracker ? decoder__new(r->c, r->syms, decoder__probe_label, r->tracker)
+				: NULL;
+	if (!r->decoder) {
+		snprintf(err, sizeof(err), "out of memory");
+		goto fail;
 	}
+	r->events = (struct events){
+		.decoder = r->decoder,
+		.tracker = r->tracker,
+		.model = r->model,
+		.sinks = r->sinks,
+		.stall_threshold_ns = copts.stall_threshold_ns,
+	};
+	r->source = (struct model_source){
+		.ctx = r,
+		.loops = source__loops,
+		.syscalls = source__syscalls,
+		.probes = source__probes,
+		.counters = source__counters,
+		.probe_label = source__probe_label,
+		.names = source__names,
+		.facts = source__facts,
+	};
+	return 0;
+fail:
+	fprintf(stderr, "loopwatch: %s\n", err);
+	return status;
 }
 
-/* Wait until the deadline, a quit key or a signal. */
-static void wait__until(struct collector *c, enum output out, double deadline)
+static void run__close(struct run *r)
 {
+	sinks__close(r->sinks);
+	decoder__free(r->decoder);
+	tracker__free(r->tracker);
+	probes__free(r->probes);
+	collector__destroy(r->c);
+	symbols__free(r->syms);
+	procs__free(r->procs);
+	model__free(r->model);
+}
+
+/* ------------------------------------------------------------------ */
+/* the main loop */
+
+/* Every process with a loop thread, set up (again, if its NEW_LOOP event was lost). */
+static void run__rescan(struct run *r)
+{
+	const struct model *m = r->model;
+
+	for (size_t i = 0; i < m->nthreads; i++) {
+		if (!m->threads[i]->exited)
+			tracker__new_loop(r->tracker, m->threads[i]->pid);
+	}
+	tracker__rescan(r->tracker);
+}
+
+/* Kernel events until the deadline, a quit key or a signal; -errno on a poll error. */
+static int run__wait(struct run *r, double deadline)
+{
+	struct pollfd fds[1 + SINKS_MAX_POLLFDS];
 	double left = deadline - clock__mono();
 	int timeout_ms = left > 0 ? (int)(left * 1000) + 1 : 0;
+	int n, ret;
 
-	if (out == OUT_TUI) {
-		/* events keep flowing while the view waits for a key */
-		while (timeout_ms > 0 && !exiting) {
-			int slice = timeout_ms < 100 ? timeout_ms : 100;
-
-			collector__poll(c, slice);
-			if (sink_tui__poll_quit(0))
-				exiting = 1;
-			timeout_ms -= slice;
-		}
-		return;
+	fds[0] = (struct pollfd){ .fd = collector__fd(r->c), .events = POLLIN };
+	n = sinks__pollfds(r->sinks, fds + 1, SINKS_MAX_POLLFDS);
+	ret = poll(fds, (nfds_t)(n + 1), timeout_ms);
+	if (ret < 0)
+		return errno == EINTR ? 0 : -errno;
+	if (fds[0].revents) {
+		ret = collector__consume(r->c);
+		if (ret && ret != -EINTR)
+			return ret;
 	}
-	collector__poll(c, timeout_ms);
+	if (!sinks__ready(r->sinks, fds + 1, n))
+		exiting = 1;
+	return 0;
 }
 
-int main(int argc, char **argv)
+static int run__loop(struct run *r)
 {
-	struct collector_opts copts = {};
-	struct dispatch disp = {};
-	struct alert_opts aopts = {};
-	struct collector *c = NULL;
-	struct sink_prom *sp = NULL;
-	struct model *m = NULL;
-	double start, last, next, next_prom, next_rescan = 0, end;
-	enum output out;
-	struct options opts;
+	const struct options *opts = &r->opts;
+	double start = clock__mono(), last = start, next = start + opts->interval_s;
+	double end = opts->duration_s > 0 ? start + opts->duration_s : 0, next_rescan = 0;
 	char err[256];
-	int status = 1;
+	int ret;
 
-	options__parse(&opts, argc, argv);
-	if (opts.list_probes) {
-		probes__list(stdout);
-		return 0;
-	}
-	preflight(&opts);
-	sp = prom__open(&opts);
-	if (opts.json)
-		out = OUT_JSON;
-	else if (opts.quiet)
-		out = OUT_NONE;
-	else
-		out = isatty(STDOUT_FILENO) ? OUT_TUI : OUT_TEXT;
-
-	copts.pids = opts.pids;
-	copts.npids = opts.npids;
-	copts.comm = opts.has_comm ? opts.comm : NULL;
-	copts.verbose = opts.verbose;
-	copts.stall_threshold_ns = (__u64)(opts.threshold_ms * 1e6);
-	/* an --alert-ms under --threshold still needs those iterations sent up */
-	copts.slow_threshold_ns = (__u64)((opts.alert_ms < opts.threshold_ms ? opts.alert_ms
-									 : opts.threshold_ms) * 1e6);
-	disp.stall_threshold_ns = copts.stall_threshold_ns;
-	copts.block_threshold_ns = (__u64)(opts.block_threshold_ms * 1e6);
-	copts.sample_hz = opts.sample_hz;
-	copts.probe_threshold_ns = (__u64)(opts.probe_threshold_ms * 1e6);
-	copts.on_event = dispatch__event;
-	copts.ctx = &disp;
-	m = model__new();
-	if (!m) {
-		fprintf(stderr, "loopwatch: out of memory\n");
-		goto cleanup;
-	}
-	c = collector__open(&copts, err, sizeof(err));
-	if (!c) {
+	if (sinks__start(r->sinks, r->model, start, err, sizeof(err))) {
 		fprintf(stderr, "loopwatch: %s\n", err);
-		goto cleanup;
+		return 1;
 	}
-	disp.model = m;
-	m->stuck_ns = copts.stall_threshold_ns;
-	disp.out = stdout;
-	disp.output = out == OUT_JSON ? DISPATCH_JSON : out == OUT_TEXT ? DISPATCH_TEXT
-									: DISPATCH_NONE;
-	aopts.alert_ms = opts.alert_ms;
-	aopts.log_path = opts.alert_log;
-	/* the live view owns the terminal; --quiet keeps stderr for errors */
-	aopts.log_lines = out != OUT_TUI && !opts.quiet;
-	aopts.exec_path = opts.alert_exec;
-	aopts.every_s = opts.alert_every_s;
-	aopts.json = out == OUT_JSON ? stdout : NULL;
-	disp.alerter = alerter__new(&aopts, err, sizeof(err));
-	if (!disp.alerter) {
-		fprintf(stderr, "loopwatch: %s\n", err);
-		status = 2;
-		goto cleanup;
-	}
-	disp.attr = attributor__new(c);
-	if (!disp.attr) {
-		fprintf(stderr, "loopwatch: cannot start the symbolizer\n");
-		goto cleanup;
-	}
-	disp.probes = probes__new(c, !opts.no_builtin_probes, opts.probes, opts.nprobes, err,
-				  sizeof(err));
-	if (!disp.probes) {
-		fprintf(stderr, "loopwatch: %s\n", err);
-		status = 2;
-		goto cleanup;
-	}
-	attributor__set_labeler(disp.attr, probe__label_cb, disp.probes);
-	signal(SIGINT, signal__handle);
-	signal(SIGTERM, signal__handle);
-	if (!opts.quiet)
-		fprintf(stderr, "loopwatch: tracing event loops%s; Ctrl-C to stop\n",
-			opts.npids ? " of the given pids" : "");
-	if (out == OUT_TUI && sink_tui__open()) {
-		fprintf(stderr, "loopwatch: cannot start the terminal view\n");
-		goto cleanup;
-	}
-
-	start = last = clock__mono();
-	next = start + opts.interval_s;
-	next_prom = start + opts.prom_interval_s;
-	end = opts.duration_s > 0 ? start + opts.duration_s : 0;
-	/* at once: the file's appearance tells a supervisor that tracing runs */
-	if (sp)
-		prom__write(sp, c, &disp, opts.prom_file);
 	while (!exiting) {
-		double now, deadline = end && end < next ? end : next;
+		double now, due, deadline = end && end < next ? end : next;
 		bool stop, drained = false;
 
-		if (sp && next_prom < deadline)
-			deadline = next_prom;
-		wait__until(c, out, deadline);
+		due = sinks__due(r->sinks);
+		if (due > 0 && due < deadline)
+			deadline = due;
+		ret = run__wait(r, deadline);
+		if (ret) {
+			fprintf(stderr, "loopwatch: waiting for kernel events: %s\n", strerror(-ret));
+			return 1;
+		}
 		now = clock__mono();
-		stop = exiting || (end && now >= end) || pids__all_gone(&opts);
+		stop = exiting || (end && now >= end) || pids__all_gone(opts);
 		if (now >= next || stop) {
-			model__refresh(c, m);
-			if (out == OUT_TUI)
-				model__refresh_probes(c, &disp);
-			model__end_interval(m, now - last);
-			m->run_s = now - start;
-			interval__emit(out, m, clock__wall());
+			model__drain(r->model, &r->source,
+				     MODEL_LOOPS | sinks__interval_needs(r->sinks));
+			model__end_interval(r->model, now - last, now - start);
+			sinks__interval(r->sinks, r->model, clock__wall());
 			last = now;
 			while (next <= now)
-				next += opts.interval_s;
+				next += opts->interval_s;
 			drained = true;
 			if (now >= next_rescan) {
-				probes__refresh(&disp);
+				run__rescan(r);
 				next_rescan = now + PROBE_RESCAN_S;
 			}
 		}
 		if (stop)
 			break;
-		if (sp && now >= next_prom) {
-			if (!drained)
-				model__refresh(c, m);
-			prom__write(sp, c, &disp, opts.prom_file);
-			while (next_prom <= now)
-				next_prom += opts.prom_interval_s;
+		due = sinks__due(r->sinks);
+		if (due > 0 && now >= due) {
+			model__drain(r->model, &r->source,
+				     (drained ? 0 : MODEL_LOOPS) | MODEL_AGGREGATES);
+			sinks__flush(r->sinks, r->model, now);
 		}
 	}
-	sink_tui__close();
-	model__refresh_syscalls(c, m);
-	model__refresh_probes(c, &disp);
-	if (out == OUT_JSON)
-		sink_json__summary(stdout, m, clock__wall());
-	else if (out != OUT_NONE)
-		sink_text__summary(stdout, m, clock__wall());
-	status = 0;
-	if (sp && prom__write(sp, c, &disp, opts.prom_file))
-		status = 1;
-cleanup:
-	sink_tui__close();
-	probes__free(disp.probes);
-	attributor__free(disp.attr);
-	alerter__free(disp.alerter);
-	sink_prom__close(sp);
-	model__free(m);
-	collector__destroy(c);
+	model__drain(r->model, &r->source, MODEL_AGGREGATES);
+	return sinks__summary(r->sinks, r->model, clock__wall()) ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct run r = {};
+	int status;
+
+	options__parse(&r.opts, argc, argv);
+	if (r.opts.list_probes) {
+		probes__list(stdout);
+		return 0;
+	}
+	preflight(&r.opts);
+	status = run__open(&r);
+	if (!status) {
+		signal(SIGINT, signal__handle);
+		signal(SIGTERM, signal__handle);
+		if (!r.opts.quiet)
+			fprintf(stderr, "loopwatch: tracing event loops%s; Ctrl-C to stop\n",
+				r.opts.npids ? " of the given pids" : "");
+		status = run__loop(&r);
+	}
+	run__close(&r);
 	return status;
 }

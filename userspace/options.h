@@ -4,7 +4,7 @@
 #define LOOPWATCH_OPTIONS_H
 
 #include <stdbool.h>
-#include "lwtypes.h"
+#include "lib/lwtypes.h"
 
 #define OPT_MAX_PIDS 64
 #define OPT_MAX_PROBES 32

@@ -3,6 +3,7 @@ import json
 import math
 import os
 import select
+import socket
 import subprocess
 import tempfile
 import time
@@ -126,15 +127,16 @@ def load_truth(path):
 
 
 def serve_traced(ctx, argv, drive, *flags, seconds=5, system_wide=False):
-    """Start a server that prints its port, trace it (-p, or the whole machine), call
-    drive(port) and stop: (pid, what drive returned, loopwatch's lines)."""
+    """Start a program that prints one number first (a server: its port), trace it
+    (-p, or the whole machine), call drive(number) and stop: (pid, what drive
+    returned, loopwatch's lines)."""
     server = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
     lw = None
     try:
         port = int(server.stdout.readline())
         target = () if system_wide else ("-p", server.pid)
         lw = Loopwatch(ctx, *target, "-d", seconds, *flags).start()
-        result = drive(port)
+        result = drive(port) if drive else None
         lines = lw.stop()
     finally:
         server.kill()
@@ -142,3 +144,12 @@ def serve_traced(ctx, argv, drive, *flags, seconds=5, system_wide=False):
         if lw:
             lw.kill()
     return server.pid, result, lines
+
+
+def line_requests(port, n, pause=0.05):
+    """n requests to a line server on loopback ("x\\n" in, a line back), pause apart."""
+    for _ in range(n):
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+            s.sendall(b"x\n")
+            s.recv(16)
+        time.sleep(pause)

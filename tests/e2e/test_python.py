@@ -3,12 +3,10 @@ at capture time and spliced into the native stack. Every expectation is a line o
 app's own source, tagged "# @function" there; no line number is written here."""
 import os
 import re
-import socket
-import subprocess
 import time
 import urllib.request
 
-from lwtest import Loopwatch, of_type, serve_traced
+from lwtest import line_requests, of_type, serve_traced
 
 APPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "apps")
 PYENV = os.path.expanduser("~/.pyenv/versions")
@@ -62,12 +60,6 @@ def describe(frames):
             for f in frames]
 
 
-def run_server(ctx, argv, drive, seconds=5, extra=()):
-    """Start a server printing its port, trace it, drive(port), return (pid, lines)."""
-    pid, _, lines = serve_traced(ctx, argv, drive, *extra, seconds=seconds)
-    return pid, lines
-
-
 def test_tornado_json_dumps_stall_has_python_frames(ctx):
     """Debian's python3 + Tornado: a handler's helper serializing a large object with
     json.dumps stalls the loop; the stall's CPU stacks hold the helper at the
@@ -80,8 +72,8 @@ def test_tornado_json_dumps_stall_has_python_frames(ctx):
             urllib.request.urlopen("http://127.0.0.1:%d/report" % port, timeout=10).read()
             time.sleep(0.1)
 
-    pid, lines = run_server(ctx, ["/usr/bin/python3", os.path.join(APPS, app)], drive,
-                            extra=("--threshold", 20))
+    pid, _, lines = serve_traced(ctx, ["/usr/bin/python3", os.path.join(APPS, app)], drive,
+                                 "--threshold", 20)
     stalls = [s for s in of_type(lines, "stall", pid=pid) if s["duration_ms"] >= 40]
     assert len(stalls) >= 5, [(s["duration_ms"], s["cause"]) for s in of_type(lines, "stall")]
     # the first may come before loopwatch saw the loop's first wait and detected Python
@@ -103,14 +95,7 @@ def sleep_server_blocks(ctx, uvloop):
     tags = tagged_lines(app)
     argv = ["/usr/bin/python3", os.path.join(APPS, app)] + (["--uvloop"] if uvloop else [])
 
-    def drive(port):
-        for _ in range(6):
-            with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
-                s.sendall(b"x\n")
-                s.recv(16)
-            time.sleep(0.05)
-
-    pid, lines = run_server(ctx, argv, drive, seconds=4)
+    pid, _, lines = serve_traced(ctx, argv, lambda port: line_requests(port, 6), seconds=4)
     blocks = [b for b in of_type(lines, "blocking_call", pid=pid)
               if b["syscall"] == "clock_nanosleep" and b["duration_ms"] >= 29]
     assert len(blocks) >= 6, [(b["syscall"], b["duration_ms"])
@@ -135,19 +120,9 @@ def test_uvloop_time_sleep_blocking_call_has_helper_frame(ctx):
 
 
 def small_loop(ctx, python, seconds=3):
-    """py_small_loop.py under python, traced: (pid, JSON lines)."""
-    app = os.path.join(APPS, "py_small_loop.py")
-    proc = subprocess.Popen([python, app], stdout=subprocess.PIPE, text=True)
-    lw = None
-    try:
-        pid = int(proc.stdout.readline())
-        lw = Loopwatch(ctx, "-p", pid, "-d", seconds, "--threshold", 20).start()
-        lines = lw.stop()
-    finally:
-        proc.kill()
-        proc.wait()
-        if lw:
-            lw.kill()
+    """py_small_loop.py under python (it prints its pid), traced: (pid, JSON lines)."""
+    pid, _, lines = serve_traced(ctx, [python, os.path.join(APPS, "py_small_loop.py")], None,
+                                 "--threshold", 20, seconds=seconds)
     return pid, lines
 
 

@@ -3,12 +3,11 @@ named function and records every iteration's busy time and every call's duration
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
 
-from lwtest import Loopwatch, load_truth, of_type, run_traced, serve_traced, tmpfile
+from lwtest import Loopwatch, line_requests, load_truth, of_type, run_traced, serve_traced, tmpfile
 
 APPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "apps")
 THRESHOLD_MS = 5  # below the default 10 so that a fast disk's fsync still stalls
@@ -106,15 +105,8 @@ def test_no_stall_under_the_threshold(ctx):
 
 def test_python_time_sleep_in_asyncio_handler(ctx):
     """Debian's python3: time.sleep(0.03) in a handler is a blocked stall."""
-    def drive(port):
-        for _ in range(5):
-            with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
-                s.sendall(b"x\n")
-                s.recv(16)
-            time.sleep(0.05)
-
     app = ["/usr/bin/python3", os.path.join(APPS, "py_sleep_server.py")]
-    pid, _, lines = serve_traced(ctx, app, drive, seconds=4)
+    pid, _, lines = serve_traced(ctx, app, lambda port: line_requests(port, 5), seconds=4)
     stalls = [s for s in of_type(lines, "stall", pid=pid) if s["cause"] == "blocked"]
     assert len(stalls) >= 5, [(s["duration_ms"], s["cause"]) for s in of_type(lines, "stall")]
     for s in stalls:

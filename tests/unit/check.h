@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /* The unit tests' one assertion: counts, and says what failed and where. */
 #ifndef LOOPWATCH_CHECK_H
 #define LOOPWATCH_CHECK_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * Finding probe offsets: by symbol, and in stripped CPython extensions
  * through the type spec's slots. The pyenv builds keep their symbols, so
@@ -10,7 +11,7 @@
 #include <unistd.h>
 #include <stdio.h>
 #include <string.h>
-#include "elfsym.h"
+#include "tracker/elfsym.h"
 
 #include "check.h"
 

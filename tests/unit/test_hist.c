@@ -1,8 +1,9 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* Histogram bucket math and percentiles: empty, one sample, edges, past the top. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "hist.h"
+#include "lib/hist.h"
 
 #include "check.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * The Prometheus sink on hand-built models: exact le buckets, escaping,
  * aggregation, counters that never go back (exit, rename, kernel record
@@ -10,13 +11,104 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include "check.h"
-#include "model.h"
-#include "sink_prom.h"
+#include "model/model.h"
+#include "sinks/promreg.h"
 
-/* pids far above any real one: the model's /proc reads find nothing */
+/* pids far above any real one */
 #define FAKE_PID 4190000
+#define FAKE_MAX 16
 
 static struct lw_loop rec;
+
+/* The kernel's maps as the model drains them: one loop record, the aggregates. */
+static struct {
+	const struct lw_loop *loop;
+	struct lw_syscall_key skeys[FAKE_MAX];
+	struct lw_syscall_stats sstats[FAKE_MAX];
+	int nsyscalls;
+	struct lw_probe_key pkeys[FAKE_MAX];
+	struct lw_probe_stats pstats[FAKE_MAX];
+	int nprobes;
+	const char *labels[FAKE_MAX];	/* by probe id */
+	__u64 dropped, loops_full;
+} fake;
+
+static int fake__loops(void *ctx, void (*fn)(const struct lw_loop *, void *), void *arg)
+{
+	(void)ctx;
+	if (fake.loop)
+		fn(fake.loop, arg);
+	return fake.loop != NULL;
+}
+
+static int fake__syscalls(void *ctx,
+			  void (*fn)(const struct lw_syscall_key *, const struct lw_syscall_stats *,
+				     void *),
+			  void *arg)
+{
+	(void)ctx;
+	for (int i = 0; i < fake.nsyscalls; i++)
+		fn(&fake.skeys[i], &fake.sstats[i], arg);
+	return fake.nsyscalls;
+}
+
+static int fake__probes(void *ctx,
+			void (*fn)(const struct lw_probe_key *, const struct lw_probe_stats *,
+				   void *),
+			void *arg)
+{
+	(void)ctx;
+	for (int i = 0; i < fake.nprobes; i++)
+		fn(&fake.pkeys[i], &fake.pstats[i], arg);
+	return fake.nprobes;
+}
+
+static void fake__counters(void *ctx, __u64 *dropped, __u64 *loops_full)
+{
+	(void)ctx;
+	*dropped = fake.dropped;
+	*loops_full = fake.loops_full;
+}
+
+static void fake__label(void *ctx, __u32 id, char *buf, size_t len)
+{
+	(void)ctx;
+	snprintf(buf, len, "%s", id < FAKE_MAX && fake.labels[id] ? fake.labels[id] : "?");
+}
+
+/* no such process: the kernel's names stay, exe and cgroup are unknown */
+static bool fake__names(void *ctx, __u32 pid, __u32 tid, char *comm, char *thread)
+{
+	(void)ctx;
+	(void)pid;
+	(void)tid;
+	(void)comm;
+	(void)thread;
+	return false;
+}
+
+static const struct model_source fake_source = {
+	.loops = fake__loops,
+	.syscalls = fake__syscalls,
+	.probes = fake__probes,
+	.counters = fake__counters,
+	.probe_label = fake__label,
+	.names = fake__names,
+};
+
+/* One kernel record into the model, as a drain finds it. */
+static void model__ingest(struct model *m, const struct lw_loop *loop)
+{
+	fake.loop = loop;
+	model__drain(m, &fake_source, MODEL_LOOPS);
+	fake.loop = NULL;
+}
+
+static struct model *model__fresh(void)
+{
+	memset(&fake, 0, sizeof(fake));
+	return model__new(0);
+}
 
 /* A kernel record of tid with one iteration per value in busy_ns. */
 static const struct lw_loop *record(__u32 pid, __u32 tid, const __u64 *busy_ns, int n)
@@ -46,23 +138,18 @@ static struct loop_thread *thread__find(struct model *m, __u32 tid)
 }
 
 /* The model forgets a thread, as it does with old exited ones. */
-static void model__forget(struct model *m, __u32 tid)
+static void model__forget_tid(struct model *m, __u32 tid)
 {
-	for (size_t i = 0; i < m->nthreads; i++) {
-		if (m->threads[i]->tid != tid)
-			continue;
-		m->threads[i] = m->threads[--m->nthreads];
-		return;
-	}
+	model__forget(m, thread__find(m, tid));
 }
 
-static char *render(struct sink_prom *sp, struct model *m, double now_s)
+static char *render(struct prom_registry *sp, struct model *m, double now_s)
 {
 	char *text = NULL;
 	size_t len = 0;
 	FILE *out = open_memstream(&text, &len);
 
-	sink_prom__render(sp, m, now_s, out);
+	prom_registry__render(sp, m, now_s, out);
 	fclose(out);
 	return text;
 }
@@ -94,15 +181,17 @@ static void thread__label(struct model *m, __u32 tid)
 static void test_buckets_exact(void)
 {
 	const __u64 busy[] = { 900000, 4000000, 20000000, 3000000000ULL, 100 };
-	struct model *m = model__new();
-	struct sink_prom *sp = sink_prom__open(NULL, false, NULL, 0);
+	struct model *m = model__fresh();
+	struct prom_registry *sp = prom_registry__new(false);
 	char *text;
 
 	record(FAKE_PID, FAKE_PID, busy, 5);
 	rec.stalls = 2;		/* the kernel counts them: 20 ms and 3 s */
 	model__ingest(m, &rec);
 	thread__label(m, FAKE_PID);
-	sink_prom__set_kernel_counters(sp, 3, 4);
+	fake.dropped = 3;
+	fake.loops_full = 4;
+	model__drain(m, &fake_source, MODEL_AGGREGATES);
 	text = render(sp, m, 0);
 #define B(le) sample(text, "loopwatch_loop_iteration_seconds_bucket{" LBL ",le=\"" le "\"}")
 	CHECK(B("0.001") == 2, "le 0.001: %g", B("0.001"));
@@ -124,15 +213,15 @@ static void test_buckets_exact(void)
 	CHECK(strstr(text, "# TYPE loopwatch_loop_iteration_seconds histogram\n"), "TYPE");
 	CHECK(strstr(text, "loopwatch_build_info{version=\""), "build info");
 	free(text);
-	sink_prom__close(sp);
+	prom_registry__free(sp);
 	model__free(m);
 }
 
 static void test_escaping(void)
 {
 	const __u64 busy[] = { 1000 };
-	struct model *m = model__new();
-	struct sink_prom *sp = sink_prom__open(NULL, false, NULL, 0);
+	struct model *m = model__fresh();
+	struct prom_registry *sp = prom_registry__new(false);
 	struct loop_thread *t;
 	char *text;
 
@@ -146,16 +235,16 @@ static void test_escaping(void)
 		     "exe=\"/opt/caf\xc3\xa9/x\\ny\",cgroup=\"/bad????utf8\"}") == 1,
 	      "escaped labels:\n%s", text);
 	free(text);
-	sink_prom__close(sp);
+	prom_registry__free(sp);
 	model__free(m);
 }
 
 static void test_aggregate_and_per_pid(void)
 {
 	const __u64 busy[] = { 2000000, 2000000, 2000000 };
-	struct model *m = model__new();
-	struct sink_prom *agg = sink_prom__open(NULL, false, NULL, 0);
-	struct sink_prom *per = sink_prom__open(NULL, true, NULL, 0);
+	struct model *m = model__fresh();
+	struct prom_registry *agg = prom_registry__new(false);
+	struct prom_registry *per = prom_registry__new(true);
 	char *text;
 
 	model__ingest(m, record(FAKE_PID, FAKE_PID, busy, 3));
@@ -174,16 +263,16 @@ static void test_aggregate_and_per_pid(void)
 	CHECK(sample(text, "loopwatch_loop_iterations_total{" LBL ",pid=\"4190001\","
 		     "tid=\"4190002\"}") == 2, "per pid: second thread");
 	free(text);
-	sink_prom__close(agg);
-	sink_prom__close(per);
+	prom_registry__free(agg);
+	prom_registry__free(per);
 	model__free(m);
 }
 
 static void test_monotonic(void)
 {
 	const __u64 busy[] = { 2000000, 2000000, 2000000, 2000000 };
-	struct model *m = model__new();
-	struct sink_prom *sp = sink_prom__open(NULL, false, NULL, 0);
+	struct model *m = model__fresh();
+	struct prom_registry *sp = prom_registry__new(false);
 	struct loop_thread *t;
 	char *text;
 
@@ -194,13 +283,11 @@ static void test_monotonic(void)
 	free(render(sp, m, 0));
 
 	/* a thread exits and the model forgets it: its 3 stay */
-	t = thread__find(m, FAKE_PID);
-	model__forget(m, FAKE_PID);
+	model__forget_tid(m, FAKE_PID);
 	text = render(sp, m, 1);
 	CHECK(sample(text, "loopwatch_loop_iterations_total{" LBL "}") == 7,
 	      "exited thread's share kept:\n%s", text);
 	free(text);
-	free(t);	/* still in the model's hash, but in a bucket no later lookup walks */
 
 	/* the other's kernel record starts over at 1: 7 + 1 */
 	model__ingest(m, record(FAKE_PID, FAKE_PID + 1, busy, 1));
@@ -222,16 +309,16 @@ static void test_monotonic(void)
 		     "exe=\"/usr/bin/server\",cgroup=\"/system.slice/server.service\"}") == 2,
 	      "new name counts from the rename");
 	free(text);
-	sink_prom__close(sp);
+	prom_registry__free(sp);
 	model__free(m);
 }
 
 static void test_grace_period(void)
 {
 	const __u64 busy[] = { 2000000 };
-	struct model *m = model__new();
-	struct sink_prom *per = sink_prom__open(NULL, true, NULL, 0);
-	struct sink_prom *agg = sink_prom__open(NULL, false, NULL, 0);
+	struct model *m = model__fresh();
+	struct prom_registry *per = prom_registry__new(true);
+	struct prom_registry *agg = prom_registry__new(false);
 	const char *series = "loopwatch_loop_iterations_total{comm=\"server\",exe=\"\","
 			     "cgroup=\"\",pid=\"4190000\",tid=\"4190000\"}";
 	const char *agg_series = "loopwatch_loop_iterations_total{comm=\"server\",exe=\"\","
@@ -258,8 +345,8 @@ static void test_grace_period(void)
 	text = render(agg, m, 200 + PROM_GRACE_S + 60);
 	CHECK(sample(text, agg_series) == 1, "aggregate series stay:\n%s", text);
 	free(text);
-	sink_prom__close(per);
-	sink_prom__close(agg);
+	prom_registry__free(per);
+	prom_registry__free(agg);
 	model__free(m);
 }
 
@@ -290,40 +377,38 @@ static void test_container_id(void)
 				    "0123456789abcdef0", got, sizeof(got)), "65 digits is no id");
 }
 
-/* One kernel aggregate of (pid, syscall nr) in the next drain of the model. */
-static void syscall__add(struct model *m, __u32 pid, const char *comm, int nr, __u64 count,
-			 __u64 total_ns)
+/* One kernel aggregate of (pid, syscall nr) in the kernel's map, for the next drain. */
+static void syscall__add(__u32 pid, const char *comm, int nr, __u64 count, __u64 total_ns)
 {
-	static struct lw_syscall_stats st;
-	struct lw_syscall_key key = { .pid = pid, .nr = nr };
+	struct lw_syscall_stats *st = &fake.sstats[fake.nsyscalls];
 
-	memset(&st, 0, sizeof(st));
-	snprintf(st.comm, sizeof(st.comm), "%s", comm);
-	st.count = count;
-	st.total_ns = total_ns;
-	st.max_ns = count ? total_ns / count : 0;
-	st.hist.counts[lw_hist_bucket(st.max_ns)] = count;
-	model__add_syscall(m, &key, &st);
+	memset(st, 0, sizeof(*st));
+	snprintf(st->comm, sizeof(st->comm), "%s", comm);
+	st->count = count;
+	st->total_ns = total_ns;
+	st->max_ns = count ? total_ns / count : 0;
+	st->hist.counts[lw_hist_bucket(st->max_ns)] = count;
+	fake.skeys[fake.nsyscalls++] = (struct lw_syscall_key){ .pid = pid, .nr = nr };
 }
 
 /*
- * One kernel record of (pid, probe id) in the current drain of the model;
- * model__finish_probes closes the drain. comm is the calling thread's name.
+ * One kernel record of (pid, probe id) in the kernel's map, for the next
+ * drain of the model. comm is the calling thread's name.
  */
-static void probe__add(struct model *m, __u32 pid, __u32 id, const char *comm,
-		       const char *label, __u64 calls, __u64 total_ns, __u64 busy_ns)
+static void probe__add(__u32 pid, __u32 id, const char *comm, const char *label, __u64 calls,
+		       __u64 total_ns, __u64 busy_ns)
 {
-	static struct lw_probe_stats st;
-	struct lw_probe_key key = { .pid = pid, .id = id };
+	struct lw_probe_stats *st = &fake.pstats[fake.nprobes];
 
-	memset(&st, 0, sizeof(st));
-	snprintf(st.comm, sizeof(st.comm), "%s", comm);
-	st.calls = calls;
-	st.total_ns = total_ns;
-	st.busy_ns = busy_ns;
-	st.max_ns = calls ? total_ns / calls : 0;
-	st.hist.counts[lw_hist_bucket(st.max_ns)] = calls;
-	model__add_probe(m, &key, &st, label);
+	fake.labels[id] = label;
+	memset(st, 0, sizeof(*st));
+	snprintf(st->comm, sizeof(st->comm), "%s", comm);
+	st->calls = calls;
+	st->total_ns = total_ns;
+	st->busy_ns = busy_ns;
+	st->max_ns = calls ? total_ns / calls : 0;
+	st->hist.counts[lw_hist_bucket(st->max_ns)] = calls;
+	fake.pkeys[fake.nprobes++] = (struct lw_probe_key){ .pid = pid, .id = id };
 }
 
 /* A kernel record in a drain: of its kind's first or second syscall or probe. */
@@ -355,21 +440,21 @@ static void syscalls__drain(const struct agg_kind *k, struct model *m,
 	static const int nr[] = { SYS_clock_nanosleep, SYS_futex };
 
 	(void)k;
-	model__clear_syscalls(m);
+	fake.nsyscalls = 0;
 	for (int i = 0; i < n; i++)
-		syscall__add(m, v[i].pid, v[i].comm, nr[v[i].which], v[i].calls, v[i].total_ns);
-	model__sort_syscalls(m);
+		syscall__add(v[i].pid, v[i].comm, nr[v[i].which], v[i].calls, v[i].total_ns);
+	model__drain(m, &fake_source, MODEL_AGGREGATES);
 }
 
 /* all of a call inside a loop busy period; the probe id is which + 1 */
 static void probes__drain(const struct agg_kind *k, struct model *m, const struct agg_rec *v,
 			  int n)
 {
-	model__clear_probes(m);
+	fake.nprobes = 0;
 	for (int i = 0; i < n; i++)
-		probe__add(m, v[i].pid, v[i].which + 1, v[i].comm, k->keys[v[i].which],
+		probe__add(v[i].pid, v[i].which + 1, v[i].comm, k->keys[v[i].which],
 			   v[i].calls, v[i].total_ns, v[i].total_ns);
-	model__finish_probes(m);
+	model__drain(m, &fake_source, MODEL_AGGREGATES);
 }
 
 static const struct agg_kind syscalls = {
@@ -429,9 +514,9 @@ static void test_aggs_labelled_like_their_loops(const struct agg_kind *k)
 		{ FAKE_PID + 2, "server", 0, 1, 5000000 },
 	};
 	const __u64 busy[] = { 2000000 };
-	struct model *m = model__new();
-	struct sink_prom *agg = sink_prom__open(NULL, false, NULL, 0);
-	struct sink_prom *per = sink_prom__open(NULL, true, NULL, 0);
+	struct model *m = model__fresh();
+	struct prom_registry *agg = prom_registry__new(false);
+	struct prom_registry *per = prom_registry__new(true);
 	char other[128], *text;
 
 	model__ingest(m, record(FAKE_PID, FAKE_PID + 3, busy, 1));
@@ -465,8 +550,8 @@ static void test_aggs_labelled_like_their_loops(const struct agg_kind *k)
 	CHECK(sample(text, CALLS(k, 0, LBL ",pid=\"4190001\"")) == 2,
 	      "%s per pid: the other process", k->label);
 	free(text);
-	sink_prom__close(agg);
-	sink_prom__close(per);
+	prom_registry__free(agg);
+	prom_registry__free(per);
 	model__free(m);
 }
 
@@ -474,9 +559,8 @@ static void test_aggs_monotonic(const struct agg_kind *k)
 {
 	struct agg_rec r = { FAKE_PID, "server", 0, 3, 90000000 };
 	const __u64 busy[] = { 2000000 };
-	struct model *m = model__new();
-	struct sink_prom *sp = sink_prom__open(NULL, false, NULL, 0);
-	struct loop_thread *t;
+	struct model *m = model__fresh();
+	struct prom_registry *sp = prom_registry__new(false);
 	char *text;
 
 	model__ingest(m, record(FAKE_PID, FAKE_PID, busy, 1));
@@ -509,14 +593,12 @@ static void test_aggs_monotonic(const struct agg_kind *k)
 	 * The process exits and the model forgets its thread; the kernel keeps
 	 * the aggregate: the series keeps its labels instead of moving to exe="".
 	 */
-	t = thread__find(m, FAKE_PID);
-	model__forget(m, FAKE_PID);
-	free(t);
+	model__forget_tid(m, FAKE_PID);
 	text = render(sp, m, 4);
 	CHECK(sample(text, CALLS(k, 0, LBL)) == 5, "%s: labels kept:\n%s", k->label, text);
 	CHECK(sample(text, CALLS(k, 0, NOLBL)) == -1, "%s: no exe=\"\" series", k->label);
 	free(text);
-	sink_prom__close(sp);
+	prom_registry__free(sp);
 	model__free(m);
 }
 
@@ -524,9 +606,9 @@ static void test_aggs_grace_period(const struct agg_kind *k)
 {
 	const struct agg_rec r = { FAKE_PID, "server", 1, 4, 80000000 };
 	const __u64 busy[] = { 2000000 };
-	struct model *m = model__new();
-	struct sink_prom *per = sink_prom__open(NULL, true, NULL, 0);
-	struct sink_prom *agg = sink_prom__open(NULL, false, NULL, 0);
+	struct model *m = model__fresh();
+	struct prom_registry *per = prom_registry__new(true);
+	struct prom_registry *agg = prom_registry__new(false);
 	const char *series = CALLS(k, 1, NOLBL ",pid=\"4190000\"");
 	char *text;
 
@@ -551,8 +633,8 @@ static void test_aggs_grace_period(const struct agg_kind *k)
 	CHECK(sample(text, CALLS(k, 1, NOLBL)) == 4, "%s: aggregate series stay:\n%s", k->label,
 	      text);
 	free(text);
-	sink_prom__close(per);
-	sink_prom__close(agg);
+	prom_registry__free(per);
+	prom_registry__free(agg);
 	model__free(m);
 }
 
@@ -560,9 +642,8 @@ static void test_syscalls_restart_and_pid_reuse(void)
 {
 	struct agg_rec r = { FAKE_PID, "server", 0, 3, 90000000 };
 	const __u64 busy[] = { 2000000 };
-	struct model *m = model__new();
-	struct sink_prom *sp = sink_prom__open(NULL, false, NULL, 0);
-	struct loop_thread *t;
+	struct model *m = model__fresh();
+	struct prom_registry *sp = prom_registry__new(false);
 	char *text;
 
 	model__ingest(m, record(FAKE_PID, FAKE_PID, busy, 1));
@@ -579,9 +660,7 @@ static void test_syscalls_restart_and_pid_reuse(void)
 	free(text);
 
 	/* the process is gone; its pid is reused by another program: a new series */
-	t = thread__find(m, FAKE_PID);
-	model__forget(m, FAKE_PID);
-	free(t);
+	model__forget_tid(m, FAKE_PID);
 	r.comm = "other";
 	syscalls__drain(&syscalls, m, &r, 1);
 	text = render(sp, m, 2);
@@ -589,26 +668,26 @@ static void test_syscalls_restart_and_pid_reuse(void)
 	CHECK(sample(text, CALLS(&syscalls, 0, "comm=\"other\",exe=\"\",cgroup=\"\"")) == 1,
 	      "new process");
 	free(text);
-	sink_prom__close(sp);
+	prom_registry__free(sp);
 	model__free(m);
 }
 
 static void test_probes_busy_and_names(void)
 {
 	const __u64 busy[] = { 2000000 };
-	struct model *m = model__new();
-	struct sink_prom *sp = sink_prom__open(NULL, false, NULL, 0);
+	struct model *m = model__fresh();
+	struct prom_registry *sp = prom_registry__new(false);
 	char *text;
 
 	model__ingest(m, record(FAKE_PID, FAKE_PID, busy, 1));
 	thread__label(m, FAKE_PID);
-	model__clear_probes(m);
+	fake.nprobes = 0;
 	/* the kernel names a probe record after the thread that called first */
-	probe__add(m, FAKE_PID, 1, "worker-3", "json.dumps", 10, 250000000, 200000000);
+	probe__add(FAKE_PID, 1, "worker-3", "json.dumps", 10, 250000000, 200000000);
 	/* two probes under one label (JSON.parse of one- and two-byte strings) */
-	probe__add(m, FAKE_PID, 7, "server", "json.loads", 2, 2000000, 0);
-	probe__add(m, FAKE_PID, 8, "server", "json.loads", 3, 3000000, 1000001);
-	model__finish_probes(m);
+	probe__add(FAKE_PID, 7, "server", "json.loads", 2, 2000000, 0);
+	probe__add(FAKE_PID, 8, "server", "json.loads", 3, 3000000, 1000001);
+	model__drain(m, &fake_source, MODEL_AGGREGATES);
 
 	text = render(sp, m, 0);
 	CHECK(sample(text, CALLS(&probes, 0, LBL)) == 10,
@@ -621,28 +700,28 @@ static void test_probes_busy_and_names(void)
 	      "its busy time summed");
 	CHECK(has_counter_family(text, PROBE_BUSY), "HELP and TYPE");
 	free(text);
-	sink_prom__close(sp);
+	prom_registry__free(sp);
 	model__free(m);
 }
 
 /* A drain of FAKE_PID's json.dumps in one or two records (ids 1 and 2). */
 static void dumps__drain(struct model *m, __u64 calls1, __u64 calls2)
 {
-	model__clear_probes(m);
+	fake.nprobes = 0;
 	if (calls1)
-		probe__add(m, FAKE_PID, 1, "server", "json.dumps", calls1, calls1 * 1000000,
+		probe__add(FAKE_PID, 1, "server", "json.dumps", calls1, calls1 * 1000000,
 			   calls1 * 500000);
 	if (calls2)
-		probe__add(m, FAKE_PID, 2, "server", "json.dumps", calls2, calls2 * 1000000,
+		probe__add(FAKE_PID, 2, "server", "json.dumps", calls2, calls2 * 1000000,
 			   calls2 * 500000);
-	model__finish_probes(m);
+	model__drain(m, &fake_source, MODEL_AGGREGATES);
 }
 
 static void test_probes_sum_records_without_counting_twice(void)
 {
 	const __u64 busy[] = { 2000000 };
-	struct model *m = model__new();
-	struct sink_prom *sp = sink_prom__open(NULL, false, NULL, 0);
+	struct model *m = model__fresh();
+	struct prom_registry *sp = prom_registry__new(false);
 	const char *calls = CALLS(&probes, 0, LBL);
 	struct loop_thread *t;
 	char *text;
@@ -678,13 +757,11 @@ static void test_probes_sum_records_without_counting_twice(void)
 	 * first caller: a name that changes with the order of the kernel's
 	 * table is not another process.
 	 */
-	t = thread__find(m, FAKE_PID);
-	model__forget(m, FAKE_PID);
-	free(t);
-	model__clear_probes(m);
-	probe__add(m, FAKE_PID, 3, "worker-3", "json.dumps", 1, 1000000, 500000);
-	probe__add(m, FAKE_PID, 2, "server", "json.dumps", 50, 50000000, 25000000);
-	model__finish_probes(m);
+	model__forget_tid(m, FAKE_PID);
+	fake.nprobes = 0;
+	probe__add(FAKE_PID, 3, "worker-3", "json.dumps", 1, 1000000, 500000);
+	probe__add(FAKE_PID, 2, "server", "json.dumps", 50, 50000000, 25000000);
+	model__drain(m, &fake_source, MODEL_AGGREGATES);
 	text = render(sp, m, 4);
 	CHECK(sample(text, calls) == 53, "first caller's name: same series, no calls twice:\n%s",
 	      text);
@@ -701,7 +778,7 @@ static void test_probes_sum_records_without_counting_twice(void)
 	CHECK(sample(text, CALLS(&probes, 0, "comm=\"other\",exe=\"/usr/bin/other\","
 				 "cgroup=\"\"")) == 3, "the new one counts from its start");
 	free(text);
-	sink_prom__close(sp);
+	prom_registry__free(sp);
 	model__free(m);
 }
 
@@ -710,8 +787,8 @@ static void test_probes_quiet_process_grace_period(void)
 {
 	const char *series = CALLS(&probes, 0, NOLBL ",pid=\"4190001\"");
 	struct agg_rec r = { FAKE_PID + 1, "server", 0, 2, 2000000 };
-	struct model *m = model__new();
-	struct sink_prom *per = sink_prom__open(NULL, true, NULL, 0);
+	struct model *m = model__fresh();
+	struct prom_registry *per = prom_registry__new(true);
 	/* gone from 101 s on: the first write that saw no new calls */
 	double end = 101 + PROM_GRACE_S;
 	char *text;
@@ -743,7 +820,7 @@ static void test_probes_quiet_process_grace_period(void)
 	text = render(per, m, end + 121);
 	CHECK(sample(text, series) == 2, "and is kept while quiet");
 	free(text);
-	sink_prom__close(per);
+	prom_registry__free(per);
 	model__free(m);
 }
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * Unit test for the pure parts of Python support (userspace/pyline.c,
- * userspace/python_splice.c) and the parts that only read /proc and ELF
+ * Unit test for the pure parts of Python support (userspace/symbols/pyline.c,
+ * userspace/symbols/python_splice.c) and the parts that only read /proc and ELF
  * (python__detect, python__symbolize on bad input). Needs root and
  * /usr/bin/python3 (Debian's 3.11); pyenv 2.7 is used when present.
  * The BPF walker itself is proven by tools/pywalk and tests/e2e/test_python.py.
@@ -15,11 +15,13 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-/* by path: bpf/ has a python.h too, and it comes first in the include path */
-#include "../../userspace/python.h"
-#include "../../userspace/pyline.h"
+#include "proc/procs.h"
+#include "symbols/pyline.h"
+#include "symbols/python.h"
 
 #include "check.h"
+
+static struct procs *procs;
 
 static size_t hex__decode(const char *hex, uint8_t *out)
 {
@@ -243,7 +245,7 @@ static void test_symbolize_markers_and_bad_memory(void)
 	int n;
 
 	CHECK(ps != NULL, "python_syms__new");
-	n = python__symbolize(ps, getpid(), &st, out, LW_PY_MAX_DEPTH + 1);
+	n = python__symbolize(ps, procs__get(procs, getpid()), &st, out, LW_PY_MAX_DEPTH + 1);
 	CHECK(n == 1 && !strcmp(out[0].func, "[python: unsupported 2.7]") &&
 	      out[0].kind == FRAME_PYTHON, "%d %s", n, out[0].func);
 
@@ -254,16 +256,16 @@ static void test_symbolize_markers_and_bad_memory(void)
 	st.frames[0].code = 0x10;
 	st.frames[1].code = (uint64_t)(uintptr_t)&st;	/* readable, but no code object */
 	st.frames[2].code = ~0ull;
-	n = python__symbolize(ps, getpid(), &st, out, LW_PY_MAX_DEPTH + 1);
+	n = python__symbolize(ps, procs__get(procs, getpid()), &st, out, LW_PY_MAX_DEPTH + 1);
 	CHECK(n == 3, "%d", n);
 	for (int i = 0; i < n; i++)
 		CHECK(!strcmp(out[i].func, "[python: unreadable]"), "%d: %s", i, out[i].func);
-	n = python__symbolize(ps, 0x7ffffff0, &st, out, LW_PY_MAX_DEPTH + 1);
+	n = python__symbolize(ps, procs__get(procs, 0x7ffffff0), &st, out, LW_PY_MAX_DEPTH + 1);
 	CHECK(n == 3 && !strcmp(out[0].func, "[python: unreadable]"), "%d", n);
 	/* shims are no frames; a truncated stack says so */
 	st.shims = 1u << 1;
 	st.flags = LW_PY_STACK_TRUNCATED;
-	n = python__symbolize(ps, getpid(), &st, out, LW_PY_MAX_DEPTH + 1);
+	n = python__symbolize(ps, procs__get(procs, getpid()), &st, out, LW_PY_MAX_DEPTH + 1);
 	CHECK(n == 3 && !strcmp(out[2].func, "[python: truncated]"), "%d %s", n, out[2].func);
 	python__forget_pid(ps, getpid());
 	python_syms__free(ps);
@@ -352,15 +354,15 @@ static void test_detect(void)
 	pid_t pid;
 	int r;
 
-	r = python__detect(getpid(), &cfg, version, sizeof(version));
+	r = python__detect(procs__get(procs, getpid()), &cfg, version, sizeof(version));
 	CHECK(r == -1, "this test is no Python: %d", r);
-	r = python__detect(0x7ffffff0, &cfg, version, sizeof(version));
+	r = python__detect(procs__get(procs, 0x7ffffff0), &cfg, version, sizeof(version));
 	CHECK(r == -1, "no such pid: %d", r);
 
 	pid = spawn("/usr/bin/python3", deb);
 	CHECK(pid > 0, "spawn /usr/bin/python3");
 	if (pid > 0) {
-		r = python__detect(pid, &cfg, version, sizeof(version));
+		r = python__detect(procs__get(procs, pid), &cfg, version, sizeof(version));
 		/* non-PIE and stripped: _PyRuntime's .dynsym value is its address */
 		CHECK(r == 0 && !strncmp(version, "3.11.", 5) && cfg.version == 0x030b &&
 		      cfg.runtime == dynsym__value("/usr/bin/python3.11", "_PyRuntime") &&
@@ -372,7 +374,7 @@ static void test_detect(void)
 		 getenv("HOME") ? getenv("HOME") : "/root");
 	pid = spawn(py27, old);
 	if (pid > 0) {
-		r = python__detect(pid, &cfg, version, sizeof(version));
+		r = python__detect(procs__get(procs, pid), &cfg, version, sizeof(version));
 		CHECK(r == PYTHON_UNSUPPORTED && !strcmp(version, "2.7") &&
 		      (cfg.flags & LW_PY_F_UNSUPPORTED) && cfg.version == 0x0207,
 		      "%d %s", r, version);
@@ -382,6 +384,7 @@ static void test_detect(void)
 
 int main(void)
 {
+	procs = procs__new();
 	test_line_tables();
 	test_line_tables_garbage();
 	test_splice_interleaves_eval_frames();
@@ -390,5 +393,6 @@ int main(void)
 	test_splice_edges();
 	test_symbolize_markers_and_bad_memory();
 	test_detect();
+	procs__free(procs);
 	return check__report();
 }

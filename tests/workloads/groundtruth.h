@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /* Helpers the test workloads share: clocks, spinning, ground-truth output. */
 #ifndef LOOPWATCH_GROUNDTRUTH_H
 #define LOOPWATCH_GROUNDTRUTH_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* json-c: json_tokener_parse + json_object_to_json_string, CALLS times. */
 #include <json-c/json.h>
 #include <string.h>

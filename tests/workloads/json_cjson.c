@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* cJSON: cJSON_Parse + cJSON_PrintUnformatted, CALLS times. */
 #include <cjson/cJSON.h>
 #include "jsonwork.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* jansson: json_loads + json_dumps, CALLS times. */
 #include <jansson.h>
 #include "jsonwork.h"

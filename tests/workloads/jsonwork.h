@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * The loop shared by the JSON library workloads: prints its pid, iterates an
  * epoll loop until a line arrives on stdin, then runs one parse+print round

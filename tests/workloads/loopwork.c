@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * A deterministic epoll loop on a timerfd. Each loop thread injects busy work
  * of known lengths and records, as ground truth, the time from each

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * An epoll loop that injects one kind of stall per iteration, each in its own
  * named function, and records ground truth: every iteration's busy time and

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "pyline.h"
+#include "symbols/pyline.h"
 
 int main(void)
 {

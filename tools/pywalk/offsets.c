@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* Offset checker for loopwatch CPython frame walking.
  * Build: gcc -DPy_BUILD_CORE -I<inc> -I<inc>/internal offsets.c -o offsets_X
  * (see build_offsets.sh). Prints "name value" lines. */

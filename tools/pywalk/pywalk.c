@@ -19,8 +19,10 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include "jsonw.h"
-#include "python.h"
+#include "lib/jsonw.h"
+#include "proc/procs.h"
+#include "symbols/native.h"
+#include "symbols/python.h"
 #include "pywalk.h"
 #include "pywalk.skel.h"
 
@@ -50,6 +52,7 @@ struct options {
 struct state {
 	struct options opt;
 	struct pywalk_bpf *skel;
+	struct procs *procs;
 	struct symbolizer *sym;
 	struct python_syms *ps;
 	__u64 walk_ns[MAX_WALKS];
@@ -157,7 +160,7 @@ static int on_event(void *ctx, void *data, size_t size)
 	    !bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.py_stacks), &e->py_id, &st)) {
 		for (int b = 0; b < 5; b++)
 			s->flag_counts[b] += !!(st.flags & (1u << b));
-		npy = python__symbolize(s->ps, (int)e->pid, &st, py, LW_PY_MAX_DEPTH + 1);
+		npy = python__symbolize(s->ps, procs__get(s->procs, (int)e->pid), &st, py, LW_PY_MAX_DEPTH + 1);
 		s->with_python += npy > 0;
 	}
 	nn = native__resolve(s, e, native);
@@ -400,12 +403,14 @@ int main(int argc, char **argv)
 	}
 	if (s->opt.verbose)
 		libbpf_set_print(libbpf_print);
-	s->detect = python__detect(s->opt.pid, &cfg, s->version, sizeof(s->version));
+	s->procs = procs__new();
+	s->detect = python__detect(procs__get(s->procs, s->opt.pid), &cfg, s->version,
+				   sizeof(s->version));
 	fprintf(stderr, "pywalk: pid %d: %s %s\n", s->opt.pid,
 		s->detect < 0 ? "no Python" : "Python", s->version);
 	if (s->detect < 0)
 		goto cleanup;
-	s->sym = symbolizer__new();
+	s->sym = symbolizer__new(s->procs);
 	s->ps = python_syms__new();
 	s->skel = pywalk_bpf__open();
 	if (!s->sym || !s->ps || !s->skel)
@@ -454,6 +459,7 @@ cleanup:
 	pywalk_bpf__destroy(s->skel);
 	python_syms__free(s->ps);
 	symbolizer__free(s->sym);
+	procs__free(s->procs);
 	free(s);
 	return err;
 }

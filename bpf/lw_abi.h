@@ -1,0 +1,292 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Everything that crosses between the BPF programs and userspace: the
+ * per-thread loop record, the events sent through the ring buffer and the
+ * histogram bucket math. Both sides include this file; keep it free of
+ * anything only one side can compile.
+ */
+#ifndef LW_ABI_H
+#define LW_ABI_H
+
+#define LW_COMM_LEN 16
+#define LW_MAX_LOOPS 4096	/* loop threads tracked at once */
+#define LW_MAX_PIDS 1024	/* -p filter entries */
+
+/*
+ * Log-linear histogram of nanoseconds: values below 2^LW_HIST_SUB_BITS have a
+ * bucket each; above, every power of two is split into 2^LW_HIST_SUB_BITS
+ * sub-buckets, so a bucket is at most 1/32 = 3.1 % wide and its midpoint is
+ * within 1.6 % of any value in it. The top power is 2^LW_HIST_MAX_EXP ns
+ * (~137 s); larger values land in the last bucket and the exact maximum is
+ * kept beside the histogram.
+ */
+#define LW_HIST_SUB_BITS 5
+#define LW_HIST_SUB (1u << LW_HIST_SUB_BITS)
+#define LW_HIST_MAX_EXP 36
+#define LW_HIST_BUCKETS ((LW_HIST_MAX_EXP - LW_HIST_SUB_BITS + 2) * LW_HIST_SUB)
+
+static __always_inline unsigned int lw_log2(__u64 v)
+{
+	unsigned int r = 0, shift;
+
+	/* branchy binary search: no loop, so the verifier sees a fixed cost */
+	shift = (v > 0xffffffffULL) << 5; v >>= shift; r |= shift;
+	shift = (v > 0xffff) << 4; v >>= shift; r |= shift;
+	shift = (v > 0xff) << 3; v >>= shift; r |= shift;
+	shift = (v > 0xf) << 2; v >>= shift; r |= shift;
+	shift = (v > 0x3) << 1; v >>= shift; r |= shift;
+	r |= (v >> 1);
+	return r;
+}
+
+static __always_inline unsigned int lw_hist_bucket(__u64 v)
+{
+	unsigned int e, sub;
+
+	if (v < LW_HIST_SUB)
+		return (unsigned int)v;
+	e = lw_log2(v);
+	if (e > LW_HIST_MAX_EXP)
+		return LW_HIST_BUCKETS - 1;
+	sub = (unsigned int)(v >> (e - LW_HIST_SUB_BITS)) & (LW_HIST_SUB - 1);
+	return (e - LW_HIST_SUB_BITS + 1) * LW_HIST_SUB + sub;
+}
+
+/* Smallest value that falls in bucket idx. */
+static __always_inline __u64 lw_hist_lower(unsigned int idx)
+{
+	unsigned int e, sub;
+
+	if (idx < LW_HIST_SUB)
+		return idx;
+	e = idx / LW_HIST_SUB + LW_HIST_SUB_BITS - 1;
+	sub = idx % LW_HIST_SUB;
+	return (__u64)(LW_HIST_SUB + sub) << (e - LW_HIST_SUB_BITS);
+}
+
+/* One past the largest value of bucket idx (the last bucket is open-ended). */
+static __always_inline __u64 lw_hist_upper(unsigned int idx)
+{
+	return idx + 1 < LW_HIST_BUCKETS ? lw_hist_lower(idx + 1) : ~0ULL;
+}
+
+struct lw_hist {
+	__u64 counts[LW_HIST_BUCKETS];
+};
+
+/* What one iteration keeps as evidence, bounded so the record stays fixed-size. */
+#define LW_ITER_SAMPLES 32	/* CPU samples kept per iteration (a reservoir) */
+#define LW_ITER_SYSCALLS 8	/* distinct blocking syscalls per iteration */
+#define LW_ITER_BLOCKS 8	/* blocking calls with their stacks per iteration */
+#define LW_STACK_DEPTH 64
+/*
+ * Words at the top of the user stack, saved with each blocking stack: the
+ * frame-pointer walk skips the caller of a libc function built without
+ * frame pointers, and its return address is among these words.
+ */
+#define LW_STACK_WORDS 32
+#define LW_PATH_PARTS 6		/* dentry names, leaf first */
+#define LW_PATH_PART_LEN 40
+/* orig_ax when the task sleeps outside a syscall: a page fault */
+#define LW_NR_NONE -1
+
+enum lw_event_type {
+	LW_EV_STALL = 1,
+	LW_EV_BLOCK = 2,
+	LW_EV_NEW_LOOP = 3,	/* a thread's first wait: read its process's maps now */
+	LW_EV_PROBE = 4,	/* a probed call over --probe-threshold */
+};
+
+struct lw_new_loop_event {
+	__u32 type;
+	__u32 pid;
+	__u32 tid;
+	__u32 pad;
+};
+
+/* ids in the "stacks" stack map; negative when the stack was not captured */
+struct lw_stack_ref {
+	__s32 user;
+	__s32 kernel;
+	__u32 python;		/* id in "py_stacks" (bpf/lw_abi_python.h); 0: no Python stack */
+};
+
+/* A stack taken while the task was about to leave the CPU. */
+struct lw_capture {
+	struct lw_stack_ref stack;
+	__u64 words[LW_STACK_WORDS];	/* from the user stack pointer up */
+};
+
+/* Time an instrumented function (probe) took inside one iteration. */
+#define LW_ITER_PROBES 4
+#define LW_MAX_PROBES 256	/* probe ids: the bpf_cookie of each attached uprobe */
+
+struct lw_probe_sum {
+	__u32 id;
+	__u32 count;
+	__u64 ns;
+};
+
+struct lw_syscall_sum {
+	__s32 nr;
+	__u32 count;
+	__u64 ns;
+};
+
+struct lw_block_ref {
+	struct lw_capture cap;
+	__s32 nr;
+	__u32 sleeps;
+	__u64 ns;
+};
+
+/* The evidence gathered during the current iteration; reset when it ends. */
+struct lw_iter {
+	__u64 blocked_ns;	/* off CPU, sleeping */
+	__u64 runq_ns;		/* runnable, waiting for a CPU */
+	__u32 samples_seen;	/* CPU samples taken; the first LW_ITER_SAMPLES kept, */
+	__u32 nsyscalls;	/* then a uniform reservoir of them */
+	__u32 nblocks;
+	__u32 pad;
+	struct lw_stack_ref samples[LW_ITER_SAMPLES];
+	struct lw_syscall_sum syscalls[LW_ITER_SYSCALLS];
+	struct lw_block_ref blocks[LW_ITER_BLOCKS];
+	__u32 nprobes;
+	__u32 pad2;
+	struct lw_probe_sum probes[LW_ITER_PROBES];
+	__u64 runq_max_ns;	/* the longest wait for a CPU, and where it was */
+	struct lw_capture runq_cap;	/* preempted there */
+};
+
+/*
+ * One syscall invocation that slept, seen only at sched_switch: successive
+ * sleeps with the same syscall number, first argument and user ip/sp, with
+ * little on-CPU time between them, are the same invocation.
+ */
+struct lw_block {
+	__u64 start_ns;		/* first sleep; 0 when no invocation is open */
+	__u64 last_in_ns;	/* last time it got the CPU back */
+	__u64 arg0;
+	__u64 user_ip;
+	__u64 user_sp;
+	__s32 nr;
+	__u32 sleeps;
+	struct lw_capture cap;
+	char path[LW_PATH_PARTS][LW_PATH_PART_LEN];	/* arg0 as an fd, best effort */
+};
+
+/* Every blocked syscall invocation of loop threads, per (process, syscall). */
+struct lw_syscall_key {
+	__u32 pid;
+	__s32 nr;
+};
+
+struct lw_syscall_stats {
+	char comm[LW_COMM_LEN];
+	__u64 count;
+	__u64 total_ns;
+	__u64 max_ns;
+	struct lw_hist hist;
+};
+
+/* Calls of one probe in one process. */
+struct lw_probe_key {
+	__u32 pid;
+	__u32 id;
+};
+
+struct lw_probe_stats {
+	char comm[LW_COMM_LEN];
+	__u64 calls;
+	__u64 total_ns;
+	__u64 busy_ns;		/* of it, inside the busy periods of loop threads */
+	__u64 max_ns;
+	struct lw_hist hist;
+};
+
+struct lw_probe_event {
+	__u32 type;
+	__u32 pid;
+	__u32 tid;
+	__u32 id;
+	__u64 start_ns;		/* CLOCK_MONOTONIC */
+	__u64 duration_ns;
+	struct lw_capture cap;
+	char comm[LW_COMM_LEN];
+};
+
+struct lw_stall_event {
+	__u32 type;
+	__u32 pid;
+	__u32 tid;
+	__u32 pad;
+	__u64 start_ns;		/* CLOCK_MONOTONIC */
+	__u64 duration_ns;
+	char comm[LW_COMM_LEN];
+	char thread[LW_COMM_LEN];
+	struct lw_iter iter;
+};
+
+struct lw_block_event {
+	__u32 type;
+	__u32 pid;
+	__u32 tid;
+	__s32 nr;
+	__u64 start_ns;		/* CLOCK_MONOTONIC */
+	__u64 duration_ns;
+	__u64 arg0;
+	__u32 sleeps;
+	__u32 pad;
+	struct lw_capture cap;
+	char path[LW_PATH_PARTS][LW_PATH_PART_LEN];
+	char comm[LW_COMM_LEN];
+};
+
+/* self counters, a per-CPU array indexed by these */
+enum lw_counter {
+	LW_CTR_EVENTS_DROPPED,
+	LW_CTR_LOOPS_FULL,
+	LW_CTR_MAX,
+};
+
+enum lw_thread_flags {
+	LW_THREAD_EXITED = 1,
+	LW_THREAD_RESTARTING = 2,	/* its wait call resumes through restart_syscall */
+};
+
+/*
+ * One loop thread, keyed by tid in the "loops" map. The BPF side owns every
+ * field; userspace only reads, diffs successive snapshots and deletes records
+ * flagged LW_THREAD_EXITED once it has read them.
+ */
+struct lw_loop {
+	__u32 pid;
+	__u32 tid;
+	__u64 start_ns;		/* task start time: tells a reused tid apart */
+	char comm[LW_COMM_LEN];	/* process (group leader) name */
+	char thread[LW_COMM_LEN];
+	__u32 flags;
+	__u32 in_wait;		/* inside a wait call right now */
+	__u64 wait_enter_ns;
+	__u64 busy_start_ns;	/* return of the last wait call; 0 before the first */
+	__u64 off_ns;		/* switched out during a busy period; 0 when on CPU */
+	__u64 wake_ns;		/* woken up after off_ns; 0 if not yet */
+	__u32 off_blocked;	/* 1: went to sleep, 0: preempted */
+	__s32 flush_nr;		/* inside a traced flush syscall (fsync…) since flush_ns */
+	__u64 flush_ns;
+	struct lw_capture preempt_cap;	/* where it was last preempted */
+	struct lw_block block;
+	struct lw_iter iter;
+
+	/* totals since the thread was first seen, all monotonic */
+	__u64 iterations;
+	__u64 busy_ns;
+	__u64 idle_ns;
+	__u64 max_busy_ns;
+	__u64 blocked_ns;
+	__u64 runq_ns;
+	__u64 stalls;
+	struct lw_hist busy_hist;
+};
+
+#endif /* LW_ABI_H */

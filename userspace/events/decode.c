@@ -1,0 +1,287 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "events/decode.h"
+#include "lib/clock.h"
+#include "lib/syscalls.h"
+#include "lib/text.h"
+#include "symbols/symbols.h"
+
+struct decoder {
+	struct collector *c;
+	struct symbols *syms;
+	double mono_to_wall;	/* add to CLOCK_MONOTONIC seconds for unix time */
+	probe_label_fn label;
+	const void *label_ctx;
+};
+
+static void probe__label(const struct decoder *d, __u32 id, char *buf, size_t len)
+{
+	if (d->label)
+		d->label(d->label_ctx, id, buf, len);
+	else
+		snprintf(buf, len, "probe#%u", id);
+}
+
+struct decoder *decoder__new(struct collector *c, struct symbols *syms, probe_label_fn label,
+			     const void *label_ctx)
+{
+	struct decoder *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return NULL;
+	d->c = c;
+	d->syms = syms;
+	d->label = label;
+	d->label_ctx = label_ctx;
+	d->mono_to_wall = clock__wall() - clock__mono();
+	return d;
+}
+
+void decoder__free(struct decoder *d)
+{
+	free(d);
+}
+
+/*
+ * Kernel frames, then user frames: one stack, leaf first. words, when given,
+ * are the top of the user stack saved with it, to recover a skipped caller.
+ */
+static void stack__resolve(struct decoder *d, __u32 pid, struct lw_stack_ref ref,
+			   const __u64 *words, struct stack_report *out)
+{
+	uint64_t kips[LW_STACK_DEPTH], uips[LW_STACK_DEPTH];
+	struct lw_py_stack py;
+	struct raw_stack raw = {
+		.kernel = kips,
+		.nkernel = collector__read_stack(d->c, ref.kernel, kips, LW_STACK_DEPTH),
+		.user = uips,
+		.nuser = collector__read_stack(d->c, ref.user, uips, LW_STACK_DEPTH),
+		.words = (const uint64_t *)words,
+		.nwords = words ? LW_STACK_WORDS : 0,
+		.python = collector__read_py_stack(d->c, ref.python, &py) ? &py : NULL,
+	};
+
+	out->nframes = symbols__stack(d->syms, (int)pid, &raw, &out->frames);
+}
+
+/* Identical sample stacks become one entry with a count. */
+static void stall__add_samples(struct decoder *d, const struct lw_stall_event *e,
+			       struct stall_report *r)
+{
+	__u32 kept = e->iter.samples_seen < LW_ITER_SAMPLES ? e->iter.samples_seen
+							     : LW_ITER_SAMPLES;
+	int counts[LW_ITER_SAMPLES] = {};
+	int first[LW_ITER_SAMPLES];
+	int nuniq = 0;
+
+	for (__u32 i = 0; i < kept; i++) {
+		struct lw_stack_ref s = e->iter.samples[i];
+		int j;
+
+		for (j = 0; j < nuniq; j++) {
+			struct lw_stack_ref o = e->iter.samples[first[j]];
+
+			if (o.user == s.user && o.kernel == s.kernel && o.python == s.python)
+				break;
+		}
+		if (j == nuniq)
+			first[nuniq++] = (int)i;
+		counts[j]++;
+	}
+	for (int j = 0; j < nuniq && r->nstacks < REPORT_MAX_STACKS; j++) {
+		struct stack_report *s = &r->stacks[r->nstacks++];
+
+		memset(s, 0, sizeof(*s));
+		s->samples = counts[j];
+		stack__resolve(d, e->pid, e->iter.samples[first[j]], NULL, s);
+	}
+}
+
+static bool frames__same_functions(const struct stack_report *x, const struct stack_report *y)
+{
+	if (x->nframes != y->nframes)
+		return false;
+	for (int i = 0; i < x->nframes; i++) {
+		const struct frame *f = &x->frames[i], *g = &y->frames[i];
+
+		if (f->kind != g->kind || f->line != g->line || strcmp(f->func, g->func) ||
+		    strcmp(f->module, g->module) || strcmp(f->file, g->file))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Samples whose stacks differ only in offsets (a Python frame's instruction,
+ * a native leaf's ip) name the same code: one entry with their count.
+ */
+static void stall__merge_samples(struct stall_report *r)
+{
+	for (int i = 0; i < r->nstacks; i++) {
+		for (int j = i + 1; j < r->nstacks; j++) {
+			if (!frames__same_functions(&r->stacks[i], &r->stacks[j]))
+				continue;
+			r->stacks[i].samples += r->stacks[j].samples;
+			stack_report__clear(&r->stacks[j]);
+			r->stacks[j--] = r->stacks[--r->nstacks];
+		}
+	}
+}
+
+static void stall__add_blocks(struct decoder *d, const struct lw_stall_event *e,
+			      struct stall_report *r)
+{
+	char buf[32];
+
+	for (__u32 i = 0; i < e->iter.nblocks && i < LW_ITER_BLOCKS; i++) {
+		const struct lw_block_ref *b = &e->iter.blocks[i];
+		struct stack_report *s;
+
+		if (r->nstacks >= REPORT_MAX_STACKS)
+			break;
+		s = &r->stacks[r->nstacks++];
+		memset(s, 0, sizeof(*s));
+		s->blocked = true;
+		s->ns = b->ns;
+		snprintf(s->syscall, sizeof(s->syscall), "%s",
+			 syscall__name(b->nr, buf, sizeof(buf)));
+		stack__resolve(d, e->pid, b->cap.stack, b->cap.words, s);
+	}
+}
+
+/* Where the thread was preempted for its longest wait for a CPU. */
+static void stall__add_runq(struct decoder *d, const struct lw_stall_event *e,
+			    struct stall_report *r)
+{
+	struct stack_report *s;
+
+	if (!e->iter.runq_max_ns || r->nstacks >= REPORT_MAX_STACKS)
+		return;
+	s = &r->stacks[r->nstacks++];
+	memset(s, 0, sizeof(*s));
+	s->runq = true;
+	s->ns = e->iter.runq_max_ns;
+	stack__resolve(d, e->pid, e->iter.runq_cap.stack, e->iter.runq_cap.words, s);
+}
+
+/* Names from the kernel: fixed-size, maybe unterminated, untrusted. */
+static void name__copy(char *dst, const char *src)
+{
+	memcpy(dst, src, LW_COMM_LEN);
+	dst[LW_COMM_LEN - 1] = '\0';
+	str__sanitize(dst);
+}
+
+static double decoder__wall(const struct decoder *d, __u64 mono_ns)
+{
+	return (double)mono_ns / 1e9 + d->mono_to_wall;
+}
+
+void decoder__stall(struct decoder *d, const struct lw_stall_event *e, struct stall_report *r)
+{
+	const struct stack_report *main_stack;
+	__u64 off;
+	char buf[32];
+
+	memset(r, 0, sizeof(*r));
+	r->ts = decoder__wall(d, e->start_ns);
+	r->pid = e->pid;
+	r->tid = e->tid;
+	name__copy(r->comm, e->comm);
+	name__copy(r->thread, e->thread);
+	r->duration_ns = e->duration_ns;
+	r->blocked_ns = e->iter.blocked_ns;
+	r->runq_ns = e->iter.runq_ns;
+	off = r->blocked_ns + r->runq_ns;
+	r->oncpu_ns = off < r->duration_ns ? r->duration_ns - off : 0;
+	r->cause = stall_cause__of(r->oncpu_ns, r->blocked_ns, r->runq_ns);
+	for (__u32 i = 0; i < e->iter.nsyscalls && i < LW_ITER_SYSCALLS; i++) {
+		struct syscall_report *s = &r->syscalls[r->nsyscalls++];
+
+		snprintf(s->name, sizeof(s->name), "%s",
+			 syscall__name(e->iter.syscalls[i].nr, buf, sizeof(buf)));
+		s->count = e->iter.syscalls[i].count;
+		s->ns = e->iter.syscalls[i].ns;
+	}
+	for (__u32 i = 0; i < e->iter.nprobes && i < LW_ITER_PROBES; i++) {
+		struct probe_time *p = &r->probes[r->nprobes++];
+
+		probe__label(d, e->iter.probes[i].id, p->label, sizeof(p->label));
+		p->count = e->iter.probes[i].count;
+		p->ns = e->iter.probes[i].ns;
+	}
+	stall__add_samples(d, e, r);
+	stall__merge_samples(r);
+	stall__add_blocks(d, e, r);
+	stall__add_runq(d, e, r);
+	main_stack = stall_report__main_stack(r);
+	if (main_stack)
+		stack_report__top(main_stack, r->top, sizeof(r->top));
+	else
+		snprintf(r->top, sizeof(r->top), "[no stack]");
+}
+
+/*
+ * The dentry names BPF read at the first sleep, leaf first, joined from the
+ * root. The fd itself may be closed or reused by now: it is not looked up.
+ * Paths are relative to the file's mount; a deep one keeps its last parts.
+ */
+static void path__join(const struct lw_block_event *e, char *buf, size_t len)
+{
+	size_t used = 0;
+	int top = LW_PATH_PARTS - 1;
+
+	buf[0] = '\0';
+	while (top >= 0 && !e->path[top][0])
+		top--;
+	/* every part used and no root reached: a deeper path, shown as such */
+	if (top == LW_PATH_PARTS - 1 && strcmp(e->path[top], "/"))
+		used = (size_t)snprintf(buf, len, "...");
+	for (int i = top; i >= 0 && used < len; i--) {
+		char part[LW_PATH_PART_LEN + 1];
+
+		memcpy(part, e->path[i], LW_PATH_PART_LEN);
+		part[LW_PATH_PART_LEN] = '\0';
+		if (!strcmp(part, "/"))
+			continue;
+		used += (size_t)snprintf(buf + used, len - used, "/%s", part);
+	}
+	str__sanitize(buf);
+}
+
+void decoder__block(struct decoder *d, const struct lw_block_event *e, struct block_report *r)
+{
+	char buf[32];
+
+	memset(r, 0, sizeof(*r));
+	r->ts = decoder__wall(d, e->start_ns);
+	r->pid = e->pid;
+	r->tid = e->tid;
+	name__copy(r->comm, e->comm);
+	snprintf(r->syscall, sizeof(r->syscall), "%s", syscall__name(e->nr, buf, sizeof(buf)));
+	r->duration_ns = e->duration_ns;
+	r->sleeps = e->sleeps;
+	r->fd = -1;
+	if (syscall__fd_arg(e->nr) && (__s64)e->arg0 >= 0 && e->arg0 < (1u << 30)) {
+		r->fd = (int)e->arg0;
+		path__join(e, r->path, sizeof(r->path));
+	}
+	r->stack.blocked = true;
+	r->stack.ns = e->duration_ns;
+	snprintf(r->stack.syscall, sizeof(r->stack.syscall), "%s", r->syscall);
+	stack__resolve(d, e->pid, e->cap.stack, e->cap.words, &r->stack);
+}
+
+void decoder__probe(struct decoder *d, const struct lw_probe_event *e, struct probe_report *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->ts = decoder__wall(d, e->start_ns);
+	r->pid = e->pid;
+	r->tid = e->tid;
+	name__copy(r->comm, e->comm);
+	probe__label(d, e->id, r->label, sizeof(r->label));
+	r->duration_ns = e->duration_ns;
+	stack__resolve(d, e->pid, e->cap.stack, NULL, &r->stack);
+}

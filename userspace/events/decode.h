@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Kernel events to reports: stacks read from the kernel's maps and named by
+ * symbols/, numbers in plain units, times on the wall clock, names sanitized.
+ */
+#ifndef LOOPWATCH_EVENTS_DECODE_H
+#define LOOPWATCH_EVENTS_DECODE_H
+
+#include "kernel/collector.h"
+#include "model/report.h"
+
+struct decoder;
+struct symbols;
+
+/* names a probe id (its bpf_cookie) */
+typedef void (*probe_label_fn)(const void *ctx, __u32 id, char *buf, size_t len);
+
+struct decoder *decoder__new(struct collector *c, struct symbols *syms, probe_label_fn label,
+			     const void *label_ctx);
+void decoder__free(struct decoder *d);
+/* The report owns memory until *_report__free. */
+void decoder__stall(struct decoder *d, const struct lw_stall_event *e, struct stall_report *out);
+void decoder__block(struct decoder *d, const struct lw_block_event *e, struct block_report *out);
+void decoder__probe(struct decoder *d, const struct lw_probe_event *e, struct probe_report *out);
+
+#endif

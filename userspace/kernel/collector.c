@@ -1,0 +1,351 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <unistd.h>
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "kernel/collector.h"
+#include "kernel/system.h"
+#include "loopwatch.skel.h"
+
+struct collector {
+	struct loopwatch_bpf *skel;
+	struct ring_buffer *rb;
+	struct bpf_link **sample_links;
+	int nsample_links;
+	event_fn on_event;
+	void *ctx;
+	struct lw_loop *buf;	/* one record: too large for the stack */
+	__u32 *keys;
+};
+
+static bool libbpf_verbose;
+
+static int libbpf__print(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	if (!libbpf_verbose)
+		return 0;
+	(void)level;
+	return vfprintf(stderr, fmt, args);
+}
+
+static int collector__fill_filters(struct collector *c, const struct collector_opts *opts)
+{
+	int fd = bpf_map__fd(c->skel->maps.pid_filter);
+	__u8 one = 1;
+
+	for (int i = 0; i < opts->npids; i++) {
+		__u32 pid = (__u32)opts->pids[i];
+
+		if (bpf_map_update_elem(fd, &pid, &one, BPF_ANY))
+			return -errno;
+	}
+	return 0;
+}
+
+static int event__handle(void *ctx, void *data, size_t size)
+{
+	struct collector *c = ctx;
+
+	if (c->on_event)
+		c->on_event(data, size, c->ctx);
+	return 0;
+}
+
+/*
+ * cpu-clock sampling on every CPU (no hardware PMU here); the program keeps
+ * only samples of loop threads inside a busy period.
+ */
+static int collector__attach_sampling(struct collector *c, int hz)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.size = sizeof(attr),
+		.sample_freq = (__u64)hz,
+		.freq = 1,
+	};
+	int ncpus = libbpf_num_possible_cpus();
+
+	if (ncpus <= 0)
+		return ncpus ? ncpus : -ENODEV;
+	c->sample_links = calloc((size_t)ncpus, sizeof(*c->sample_links));
+	if (!c->sample_links)
+		return -ENOMEM;
+	for (int cpu = 0; cpu < ncpus; cpu++) {
+		struct bpf_link *link;
+		int fd = (int)syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno == ENODEV)
+				continue;	/* possible but offline */
+			return -errno;
+		}
+		link = bpf_program__attach_perf_event(c->skel->progs.loop_sample, fd);
+		if (!link) {
+			int err = -errno;
+
+			close(fd);
+			return err;
+		}
+		c->sample_links[c->nsample_links++] = link;
+	}
+	return 0;
+}
+
+struct collector *collector__open(const struct collector_opts *opts, char *err, size_t errlen)
+{
+	struct collector *c;
+	int ret;
+
+	libbpf_verbose = opts->verbose;
+	libbpf_set_print(libbpf__print);
+
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	c->buf = calloc(1, sizeof(*c->buf));
+	c->keys = calloc(LW_MAX_LOOPS, sizeof(*c->keys));
+	if (!c->buf || !c->keys) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	/* per-syscall tracepoints are attached through tracefs */
+	ret = tracefs__ensure();
+	if (ret) {
+		snprintf(err, errlen, "cannot mount tracefs on /sys/kernel/tracing: %s",
+			 strerror(-ret));
+		goto fail;
+	}
+
+	/* Open BPF application */
+	c->skel = loopwatch_bpf__open();
+	if (!c->skel) {
+		snprintf(err, errlen, "cannot open BPF object: %s", strerror(errno));
+		goto fail;
+	}
+
+	/* Options reach BPF as read-only data, set before load */
+	c->skel->rodata->self_pid = (__u32)getpid();
+	c->skel->rodata->filter_pid = opts->npids > 0;
+	c->skel->rodata->stall_threshold_ns = opts->stall_threshold_ns;
+	c->skel->rodata->slow_threshold_ns = opts->slow_threshold_ns;
+	c->skel->rodata->block_threshold_ns = opts->block_threshold_ns;
+	c->skel->rodata->probe_threshold_ns = opts->probe_threshold_ns;
+	if (opts->comm) {
+		c->skel->rodata->filter_comm = true;
+		strncpy((char *)c->skel->rodata->comm_filter, opts->comm, LW_COMM_LEN - 1);
+	}
+
+	/* Load & verify BPF programs */
+	ret = loopwatch_bpf__load(c->skel);
+	if (ret) {
+		snprintf(err, errlen, "cannot load BPF programs: %s (run with -v for details)",
+			 strerror(-ret));
+		goto fail;
+	}
+	ret = collector__fill_filters(c, opts);
+	if (ret) {
+		snprintf(err, errlen, "cannot fill the pid filter: %s", strerror(-ret));
+		goto fail;
+	}
+
+	/* Attach tracepoints */
+	ret = loopwatch_bpf__attach(c->skel);
+	if (ret) {
+		snprintf(err, errlen, "cannot attach BPF programs: %s (run with -v for details)",
+			 strerror(-ret));
+		goto fail;
+	}
+	if (opts->sample_hz > 0) {
+		ret = collector__attach_sampling(c, opts->sample_hz);
+		if (ret) {
+			snprintf(err, errlen, "cannot start CPU sampling: %s", strerror(-ret));
+			goto fail;
+		}
+	}
+	c->on_event = opts->on_event;
+	c->ctx = opts->ctx;
+	c->rb = ring_buffer__new(bpf_map__fd(c->skel->maps.events), event__handle, c, NULL);
+	if (!c->rb) {
+		snprintf(err, errlen, "cannot open the ring buffer: %s", strerror(errno));
+		goto fail;
+	}
+	return c;
+fail:
+	collector__destroy(c);
+	return NULL;
+}
+
+void collector__destroy(struct collector *c)
+{
+	if (!c)
+		return;
+	ring_buffer__free(c->rb);
+	for (int i = 0; i < c->nsample_links; i++)
+		bpf_link__destroy(c->sample_links[i]);
+	free(c->sample_links);
+	loopwatch_bpf__destroy(c->skel);
+	free(c->keys);
+	free(c->buf);
+	free(c);
+}
+
+int collector__fd(const struct collector *c)
+{
+	return ring_buffer__epoll_fd(c->rb);
+}
+
+int collector__consume(struct collector *c)
+{
+	int ret = ring_buffer__consume(c->rb);
+
+	return ret < 0 ? ret : 0;
+}
+
+struct bpf_link *collector__attach_probe(struct collector *c, const char *path, uint64_t off,
+					 __u32 cookie, bool retprobe)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie, .retprobe = retprobe);
+	struct bpf_program *prog = retprobe ? c->skel->progs.probe_return
+					    : c->skel->progs.probe_entry;
+
+	return bpf_program__attach_uprobe_opts(prog, -1, path, off, &opts);
+}
+
+int collector__read_stack(struct collector *c, __s32 id, uint64_t *ips, int max)
+{
+	__u64 buf[LW_STACK_DEPTH];
+	int n = 0;
+
+	if (id < 0 || bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.stacks), &id, buf))
+		return 0;
+	while (n < LW_STACK_DEPTH && n < max && buf[n]) {
+		ips[n] = buf[n];
+		n++;
+	}
+	return n;
+}
+
+bool collector__read_py_stack(struct collector *c, __u32 id, struct lw_py_stack *st)
+{
+	return id && !bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.py_stacks), &id, st);
+}
+
+int collector__set_python(struct collector *c, __u32 pid, const struct lw_py_proc *cfg)
+{
+	int fd = bpf_map__fd(c->skel->maps.py_procs);
+
+	if (!cfg)
+		return bpf_map_delete_elem(fd, &pid);
+	return bpf_map_update_elem(fd, &pid, cfg, BPF_ANY);
+}
+
+void collector__counters(struct collector *c, __u64 *dropped, __u64 *loops_full)
+{
+	int ncpus = libbpf_num_possible_cpus(), fd = bpf_map__fd(c->skel->maps.counters);
+	__u64 vals[ncpus > 0 ? ncpus : 1];
+
+	*dropped = *loops_full = 0;
+	for (__u32 key = 0; ncpus > 0 && key < LW_CTR_MAX; key++) {
+		if (bpf_map_lookup_elem(fd, &key, vals))
+			continue;
+		for (int i = 0; i < ncpus; i++)
+			*(key == LW_CTR_EVENTS_DROPPED ? dropped : loops_full) += vals[i];
+	}
+}
+
+int collector__drain_loops(struct collector *c, loop_fn fn, void *ctx)
+{
+	int fd = bpf_map__fd(c->skel->maps.loops);
+	__u32 key, *prev = NULL;
+	int nkeys = 0;
+
+	/* keys first: deleting while walking would restart the walk */
+	while (nkeys < LW_MAX_LOOPS && !bpf_map_get_next_key(fd, prev, &key)) {
+		c->keys[nkeys] = key;
+		prev = &c->keys[nkeys++];
+	}
+	for (int i = 0; i < nkeys; i++) {
+		if (bpf_map_lookup_elem(fd, &c->keys[i], c->buf))
+			continue;	/* evicted or reaped meanwhile */
+		fn(c->buf, ctx);
+		if (c->buf->flags & LW_THREAD_EXITED)
+			bpf_map_delete_elem(fd, &c->keys[i]);
+	}
+	return nkeys;
+}
+
+/* Every entry of a hash map of aggregates: key and value handed to fn. */
+static int map__walk(int fd, size_t key_size, size_t value_size,
+		     void (*fn)(const void *key, const void *value, void *ctx), void *ctx)
+{
+	void *key = calloc(2, key_size), *value = malloc(value_size);
+	void *prev = NULL, *next = key;
+	int n = 0;
+
+	if (!key || !value) {
+		free(key);
+		free(value);
+		return -ENOMEM;
+	}
+	while (!bpf_map_get_next_key(fd, prev, next)) {
+		if (!bpf_map_lookup_elem(fd, next, value)) {
+			fn(next, value, ctx);
+			n++;
+		}
+		/* alternate the two key buffers: the one just read is the next cursor */
+		prev = next;
+		next = (char *)key + (prev == key ? key_size : 0);
+	}
+	free(key);
+	free(value);
+	return n;
+}
+
+struct walk_syscalls {
+	syscall_fn fn;
+	void *ctx;
+};
+
+static void syscall__visit(const void *key, const void *value, void *ctx)
+{
+	struct walk_syscalls *w = ctx;
+
+	w->fn(key, value, w->ctx);
+}
+
+int collector__drain_syscalls(struct collector *c, syscall_fn fn, void *ctx)
+{
+	struct walk_syscalls w = { fn, ctx };
+
+	return map__walk(bpf_map__fd(c->skel->maps.syscall_stats), sizeof(struct lw_syscall_key),
+			 sizeof(struct lw_syscall_stats), syscall__visit, &w);
+}
+
+struct walk_probes {
+	probe_fn fn;
+	void *ctx;
+};
+
+static void probe__visit(const void *key, const void *value, void *ctx)
+{
+	struct walk_probes *w = ctx;
+
+	w->fn(key, value, w->ctx);
+}
+
+int collector__drain_probes(struct collector *c, probe_fn fn, void *ctx)
+{
+	struct walk_probes w = { fn, ctx };
+
+	return map__walk(bpf_map__fd(c->skel->maps.probe_stats), sizeof(struct lw_probe_key),
+			 sizeof(struct lw_probe_stats), probe__visit, &w);
+}

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The collector owns the BPF skeleton's life (open -> rodata -> load ->
+ * attach -> poll -> destroy) and drains its maps; it knows nothing of output.
+ */
+#ifndef LOOPWATCH_KERNEL_COLLECTOR_H
+#define LOOPWATCH_KERNEL_COLLECTOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "lib/lwtypes.h"
+#include "lw_abi_python.h"
+
+typedef void (*loop_fn)(const struct lw_loop *loop, void *ctx);
+/* a stall or blocking-call event from the ring buffer (struct lw_*_event) */
+typedef void (*event_fn)(const void *event, size_t size, void *ctx);
+
+struct collector_opts {
+	const int *pids;
+	int npids;
+	const char *comm;	/* NULL: every process */
+	bool verbose;
+	__u64 stall_threshold_ns;
+	__u64 slow_threshold_ns;	/* iterations sent up: <= stall_threshold_ns */
+	__u64 block_threshold_ns;
+	int sample_hz;		/* 0: no CPU sampling */
+	__u64 probe_threshold_ns;
+	event_fn on_event;
+	void *ctx;
+};
+
+struct collector;
+struct bpf_link;
+
+/* NULL on failure, with a one-line reason in err. */
+struct collector *collector__open(const struct collector_opts *opts, char *err, size_t errlen);
+void collector__destroy(struct collector *c);
+/* A descriptor that polls readable when kernel events wait in the ring buffer. */
+int collector__fd(const struct collector *c);
+/* Hand every waiting event to on_event; 0 or -errno. */
+int collector__consume(struct collector *c);
+/*
+ * A uprobe (or uretprobe) on the function at file offset off of path, in
+ * every process; cookie is the probe id. NULL with errno set on failure.
+ */
+struct bpf_link *collector__attach_probe(struct collector *c, const char *path, uint64_t off,
+					 __u32 cookie, bool retprobe);
+/* Stack ips by id from the kernel's stack map; returns the depth, 0 if gone. */
+int collector__read_stack(struct collector *c, __s32 id, uint64_t *ips, int max);
+/* A Python stack by id from "py_stacks"; false if gone (or id 0). */
+bool collector__read_py_stack(struct collector *c, __u32 id, struct lw_py_stack *st);
+/* Walk pid's Python frames with cfg from now on; NULL cfg: no more. */
+int collector__set_python(struct collector *c, __u32 pid, const struct lw_py_proc *cfg);
+/* Kernel-side self counters (events dropped, loop map full), summed over CPUs. */
+void collector__counters(struct collector *c, __u64 *dropped, __u64 *loops_full);
+typedef void (*syscall_fn)(const struct lw_syscall_key *key, const struct lw_syscall_stats *st,
+			   void *ctx);
+/* Every (process, blocked syscall) aggregate. */
+int collector__drain_syscalls(struct collector *c, syscall_fn fn, void *ctx);
+typedef void (*probe_fn)(const struct lw_probe_key *key, const struct lw_probe_stats *st,
+			 void *ctx);
+/* Every (process, probe) aggregate. */
+int collector__drain_probes(struct collector *c, probe_fn fn, void *ctx);
+/* Every loop record, then reap the ones whose thread exited. */
+int collector__drain_loops(struct collector *c, loop_fn fn, void *ctx);
+
+#endif

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include "lib/hist.h"
+
+void hist__diff(struct lw_hist *dst, const struct lw_hist *a, const struct lw_hist *b)
+{
+	for (unsigned int i = 0; i < LW_HIST_BUCKETS; i++)
+		dst->counts[i] = a->counts[i] >= b->counts[i] ? a->counts[i] - b->counts[i] : 0;
+}
+
+__u64 hist__count(const struct lw_hist *h)
+{
+	__u64 n = 0;
+
+	for (unsigned int i = 0; i < LW_HIST_BUCKETS; i++)
+		n += h->counts[i];
+	return n;
+}
+
+static __u64 bucket__value(unsigned int idx, __u64 max_ns)
+{
+	__u64 lo = lw_hist_lower(idx), hi = lw_hist_upper(idx), mid;
+
+	/* the open-ended last bucket has no midpoint: the maximum is the best guess */
+	mid = idx + 1 < LW_HIST_BUCKETS ? lo + (hi - 1 - lo) / 2 : max_ns;
+	return max_ns && mid > max_ns ? max_ns : mid;
+}
+
+__u64 hist__percentile(const struct lw_hist *h, __u64 count, double q, __u64 max_ns)
+{
+	__u64 rank, seen = 0;
+
+	if (!count)
+		return 0;
+	rank = (__u64)(q * (double)count);
+	if ((double)rank < q * (double)count)
+		rank++;
+	if (rank < 1)
+		rank = 1;
+	for (unsigned int i = 0; i < LW_HIST_BUCKETS; i++) {
+		seen += h->counts[i];
+		if (seen >= rank)
+			return bucket__value(i, max_ns);
+	}
+	return max_ns;
+}
+
+__u64 hist__max_estimate(const struct lw_hist *h, __u64 max_ns)
+{
+	for (int i = LW_HIST_BUCKETS - 1; i >= 0; i--) {
+		if (!h->counts[i])
+			continue;
+		/* the bucket holding the exact maximum: report it exactly */
+		if (max_ns >= lw_hist_lower(i) && max_ns < lw_hist_upper(i))
+			return max_ns;
+		return bucket__value(i, max_ns);
+	}
+	return 0;
+}
+
+void hist__summarize(const struct lw_hist *h, __u64 max_ns, struct lag_summary *out)
+{
+	out->count = hist__count(h);
+	out->p50_ns = hist__percentile(h, out->count, 0.50, max_ns);
+	out->p90_ns = hist__percentile(h, out->count, 0.90, max_ns);
+	out->p99_ns = hist__percentile(h, out->count, 0.99, max_ns);
+	out->p999_ns = hist__percentile(h, out->count, 0.999, max_ns);
+	out->max_ns = hist__max_estimate(h, max_ns);
+}
+
+__u64 hist__count_le(const struct lw_hist *h, __u64 le_ns)
+{
+	__u64 n = 0;
+
+	for (unsigned int i = 0; i < LW_HIST_BUCKETS; i++) {
+		if (lw_hist_upper(i) - 1 > le_ns)
+			break;
+		n += h->counts[i];
+	}
+	return n;
+}

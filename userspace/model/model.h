@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The model: every loop thread seen, with its latest kernel snapshot and the
+ * numbers of the last interval; the kernel's per-process aggregates; the
+ * stalls by culprit. Plain data that the sinks read. It reads nothing
+ * itself: a drain pulls the kernel's numbers and the threads' names through
+ * a struct model_source.
+ */
+#ifndef LOOPWATCH_MODEL_MODEL_H
+#define LOOPWATCH_MODEL_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include "lib/hist.h"
+#include "model/report.h"
+
+#define MODEL_RECENT_STALLS 1024
+
+/* Stalls of one process that share the same culprit frames. */
+struct offender {
+	__u32 pid;
+	char comm[LW_COMM_LEN];
+	char top[256];
+	__u64 count;
+	__u64 total_ns;
+	__u64 cause_ns[3];	/* by enum stall_cause */
+	double last_ts;
+};
+
+struct loop_view {
+	__u64 iterations;
+	__u64 busy_ns;
+	__u64 idle_ns;
+	__u64 blocked_ns;	/* of busy: asleep */
+	__u64 runq_ns;		/* of busy: waiting for a CPU */
+	struct lag_summary lag;
+};
+
+struct loop_thread {
+	__u32 pid;
+	__u32 tid;
+	__u64 start_ns;
+	char comm[LW_COMM_LEN];
+	char thread[LW_COMM_LEN];
+	char exe[256];		/* "" when unreadable */
+	char cgroup[256];	/* cgroup v2 path, "" when unknown */
+	bool exited;
+	bool seen;		/* present in the latest drain */
+	bool active;		/* iterated during the last interval, or is stuck */
+	__u64 busy_now_ns;	/* inside a busy period this long right now (0: waiting) */
+	struct lw_loop snap;	/* latest cumulative counters from the kernel */
+	struct lw_loop prev;	/* the snapshot at the previous interval's end */
+	struct loop_view interval;
+	struct loop_thread *hash_next;
+};
+
+/* Blocked time of one syscall in one process (kernel-aggregated). */
+struct syscall_agg {
+	__u32 pid;
+	char comm[LW_COMM_LEN];
+	char name[REPORT_NAME_LEN];
+	__u64 count;
+	__u64 total_ns;
+	struct lag_summary lat;
+};
+
+/* Calls of one probe in one process (kernel-aggregated). */
+struct probe_agg {
+	__u32 pid;
+	char comm[LW_COMM_LEN];
+	char label[REPORT_LABEL_LEN];
+	__u64 calls;
+	__u64 total_ns;
+	__u64 busy_ns;		/* inside loop busy periods */
+	double busy_share;	/* busy_ns / the process's loop busy time */
+	struct lag_summary lat;
+};
+
+/* Where a drain gets its numbers and names (kernel/ and tracker/ behind it). */
+struct model_source {
+	void *ctx;
+	/* every loop record, then the exited ones reaped */
+	int (*loops)(void *ctx, void (*fn)(const struct lw_loop *loop, void *arg), void *arg);
+	int (*syscalls)(void *ctx,
+			void (*fn)(const struct lw_syscall_key *key,
+				   const struct lw_syscall_stats *st, void *arg),
+			void *arg);
+	int (*probes)(void *ctx,
+		      void (*fn)(const struct lw_probe_key *key, const struct lw_probe_stats *st,
+				 void *arg),
+		      void *arg);
+	/* the kernel side's self counters */
+	void (*counters)(void *ctx, __u64 *events_dropped, __u64 *loops_full);
+	void (*probe_label)(void *ctx, __u32 id, char *buf, size_t len);
+	/* a live thread's process and thread names (LW_COMM_LEN); false when gone */
+	bool (*names)(void *ctx, __u32 pid, __u32 tid, char *comm, char *thread);
+	/* a process's executable and cgroup, "" when unknown */
+	void (*facts)(void *ctx, __u32 pid, char *exe, size_t exe_len, char *cgroup,
+		      size_t cgroup_len);
+};
+
+/* what model__drain reads */
+enum model_drain {
+	MODEL_LOOPS = 1 << 0,		/* the loop records */
+	MODEL_AGGREGATES = 1 << 1,	/* per-(process, syscall/probe) aggregates, counters */
+};
+
+struct model {
+	struct probe_agg *probes;	/* latest drain, largest share of busy time first */
+	size_t nprobes;
+	struct syscall_agg *syscalls;	/* latest drain, most blocked time first */
+	size_t nsyscalls;
+	struct loop_thread **hash;
+	struct loop_thread **threads;
+	size_t nthreads;
+	size_t cap;
+	double interval_s;	/* length of the last interval */
+	__u64 stuck_ns;		/* a busy period this long, not yet ended, is shown */
+	struct offender *offenders;	/* whole run */
+	size_t noffenders;
+	size_t offenders_cap;
+	struct {
+		double ts;
+		size_t offender;
+		__u64 ns;
+		enum stall_cause cause;
+	} recent[MODEL_RECENT_STALLS];	/* a ring of the latest stalls */
+	size_t nrecent;
+	double run_s;		/* time since tracing started */
+	__u64 events_dropped;	/* kernel self counters, at the last aggregates drain */
+	__u64 loops_full;
+	struct lw_hist scratch;	/* one interval's histogram, while it is computed */
+	const struct model_source *src;	/* of the drain under way */
+};
+
+/* stuck_ns: a busy period this long, not yet ended, keeps its thread shown */
+struct model *model__new(__u64 stuck_ns);
+void model__free(struct model *m);
+/* Read what `what` says (enum model_drain) from src: the latest numbers. */
+void model__drain(struct model *m, const struct model_source *src, unsigned int what);
+/* Close the interval: per-thread deltas and percentiles since the last close. */
+void model__end_interval(struct model *m, double interval_s, double run_s);
+/* Forget a thread (and what it counted): the model stays bounded. */
+void model__forget(struct model *m, struct loop_thread *t);
+/* totals since loopwatch started watching the thread */
+void loop_thread__summary(const struct loop_thread *t, struct loop_view *out);
+/*
+ * Threads in the order a reader wants them, worst p99 first (of the interval,
+ * or of the whole run when summary is set). Returns a malloc'ed array.
+ */
+struct loop_thread **model__sorted(const struct model *m, bool summary, size_t *n);
+void model__add_stall(struct model *m, const struct stall_report *r);
+/*
+ * Offenders over stalls since since_ts (0: the whole run), most total stall
+ * time first. Returns a malloc'ed array.
+ */
+struct offender *model__offenders(const struct model *m, double since_ts, size_t *n);
+enum stall_cause offender__cause(const struct offender *o);
+double loop_view__utilization(const struct loop_view *v);
+
+#endif

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Stalls and blocking calls as the model and the sinks see them: kernel
+ * events with their stacks symbolized and their numbers in plain units.
+ */
+#ifndef LOOPWATCH_MODEL_REPORT_H
+#define LOOPWATCH_MODEL_REPORT_H
+
+#include <stdbool.h>
+#include "lib/lwtypes.h"
+#include "symbols/frame.h"
+
+#define REPORT_NAME_LEN 32
+#define REPORT_MAX_STACKS (LW_ITER_SAMPLES + LW_ITER_BLOCKS)
+
+enum stall_cause { CAUSE_CPU, CAUSE_BLOCKED, CAUSE_RUNQ };
+
+struct stack_report {
+	int samples;		/* CPU samples with this stack; 0 for a blocking call */
+	bool blocked;		/* a blocking call's stack (else CPU samples) */
+	bool runq;		/* where it was preempted, waiting for a CPU */
+	char syscall[REPORT_NAME_LEN];
+	__u64 ns;		/* blocked time of the call */
+	int nframes;
+	struct frame *frames;	/* kernel frames first, then user, leaf to root */
+};
+
+struct syscall_report {
+	char name[REPORT_NAME_LEN];
+	__u32 count;
+	__u64 ns;
+};
+
+#define REPORT_LABEL_LEN 64
+
+struct probe_time {
+	char label[REPORT_LABEL_LEN];
+	__u32 count;
+	__u64 ns;
+};
+
+/* A probed call over --probe-threshold. */
+struct probe_report {
+	double ts;
+	__u32 pid;
+	__u32 tid;
+	char comm[LW_COMM_LEN];
+	char label[REPORT_LABEL_LEN];
+	__u64 duration_ns;
+	struct stack_report stack;	/* of the caller, at the return */
+};
+
+struct stall_report {
+	double ts;		/* unix seconds at the start of the iteration */
+	__u32 pid;
+	__u32 tid;
+	char comm[LW_COMM_LEN];
+	char thread[LW_COMM_LEN];
+	__u64 duration_ns;
+	__u64 oncpu_ns;
+	__u64 blocked_ns;
+	__u64 runq_ns;
+	enum stall_cause cause;	/* the largest of the three */
+	int nsyscalls;
+	struct syscall_report syscalls[LW_ITER_SYSCALLS];
+	int nstacks;
+	struct stack_report stacks[REPORT_MAX_STACKS];
+	char top[256];		/* the frames that best name the culprit */
+	int nprobes;
+	struct probe_time probes[LW_ITER_PROBES];	/* probed calls inside the stall */
+};
+
+struct block_report {
+	double ts;
+	__u32 pid;
+	__u32 tid;
+	char comm[LW_COMM_LEN];
+	char syscall[REPORT_NAME_LEN];
+	__u64 duration_ns;
+	__u32 sleeps;
+	int fd;			/* -1 when the first argument is no fd */
+	char path[256];		/* "" when unresolved */
+	struct stack_report stack;
+};
+
+const char *stall_cause__name(enum stall_cause c);
+/* The largest of the three: on CPU, blocked, waiting for a CPU. */
+enum stall_cause stall_cause__of(__u64 oncpu_ns, __u64 blocked_ns, __u64 runq_ns);
+void stack_report__clear(struct stack_report *s);
+/* The frames that best name a culprit in one stack: the user's code first (culprit.c). */
+void stack_report__top(const struct stack_report *s, char *buf, size_t len);
+/* The stack that explains the stall's dominant cause: most samples, or longest. */
+const struct stack_report *stall_report__main_stack(const struct stall_report *r);
+void stall_report__free(struct stall_report *r);
+void block_report__free(struct block_report *r);
+void probe_report__free(struct probe_report *r);
+
+#endif

@@ -1,0 +1,324 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "proc/elf.h"
+
+/* a file with more program headers than this is not one anybody runs */
+#define ELF_MAX_PHDRS 65535
+
+static int elf__begin(struct elf_handle *h, Elf *elf)
+{
+	if (!elf)
+		return -ENOEXEC;
+	if (elf_kind(elf) != ELF_K_ELF) {
+		elf_end(elf);
+		return -ENOEXEC;
+	}
+	h->elf = elf;
+	return 0;
+}
+
+int elf__open_fd(struct elf_handle *h, int fd)
+{
+	h->fd = -1;
+	h->elf = NULL;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -EINVAL;
+	return elf__begin(h, elf_begin(fd, ELF_C_READ_MMAP, NULL));
+}
+
+int elf__open(struct elf_handle *h, const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
+
+	if (fd < 0)
+		return -errno;
+	err = elf__open_fd(h, fd);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	h->fd = fd;
+	return 0;
+}
+
+int elf__open_mem(struct elf_handle *h, void *image, size_t len)
+{
+	h->fd = -1;
+	h->elf = NULL;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -EINVAL;
+	return elf__begin(h, elf_memory(image, len));
+}
+
+void elf__close(struct elf_handle *h)
+{
+	if (h->elf)
+		elf_end(h->elf);
+	if (h->fd >= 0)
+		close(h->fd);
+	h->elf = NULL;
+	h->fd = -1;
+}
+
+static Elf_Scn *section__first(Elf *elf, unsigned int type, GElf_Shdr *sh)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (gelf_getshdr(scn, sh) && sh->sh_type == type)
+			return scn;
+	}
+	return NULL;
+}
+
+int elf__symbols(const struct elf_handle *h, unsigned int type, elf_symbol_fn fn, void *ctx)
+{
+	Elf_Data *data, *strdata;
+	Elf_Scn *scn, *strscn;
+	GElf_Shdr sh, strsh;
+	struct elf_symbol s;
+	const char *strtab;
+	size_t count, entsize, strsize;
+	GElf_Sym sym;
+	int ret;
+
+	scn = section__first(h->elf, type, &sh);
+	if (!scn || sh.sh_type == SHT_NOBITS)
+		return -ENOENT;
+	data = elf_getdata(scn, NULL);
+	strscn = elf_getscn(h->elf, sh.sh_link);
+	if (!data || !data->d_buf || !strscn || !gelf_getshdr(strscn, &strsh) ||
+	    strsh.sh_type != SHT_STRTAB)
+		return -ENOENT;
+	strdata = elf_getdata(strscn, NULL);
+	if (!strdata || !strdata->d_buf || !strdata->d_size)
+		return -ENOENT;
+	strtab = strdata->d_buf;
+	strsize = strdata->d_size;
+	entsize = gelf_fsize(h->elf, ELF_T_SYM, 1, EV_CURRENT);
+	if (!entsize)
+		return -ENOENT;
+	count = data->d_size / entsize;
+	if (count < 2)
+		return -ENOENT;
+	for (size_t i = 1; i < count; i++) {
+		const char *nul;
+
+		if (!gelf_getsym(data, (int)i, &sym))
+			return -EIO;
+		if (sym.st_shndx == SHN_UNDEF ||
+		    (sym.st_shndx >= SHN_LORESERVE && sym.st_shndx != SHN_XINDEX))
+			continue;
+		if (!sym.st_name || sym.st_name >= strsize || !sym.st_value)
+			continue;
+		s.name = strtab + sym.st_name;
+		nul = memchr(s.name, '\0', strsize - sym.st_name);
+		if (!nul || nul == s.name)
+			continue;
+		s.value = sym.st_value;
+		s.size = sym.st_size;
+		s.type = GELF_ST_TYPE(sym.st_info);
+		s.bind = GELF_ST_BIND(sym.st_info);
+		ret = fn(&s, ctx);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+int elf__loads(const struct elf_handle *h, struct elf_segment **out, size_t *n)
+{
+	struct elf_segment *v;
+	size_t nph = 0;
+	GElf_Phdr ph;
+
+	*out = NULL;
+	*n = 0;
+	if (elf_getphdrnum(h->elf, &nph))
+		return -ENOEXEC;
+	if (!nph)
+		return 0;
+	if (nph > ELF_MAX_PHDRS)
+		nph = ELF_MAX_PHDRS;
+	v = calloc(nph, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < nph; i++) {
+		if (!gelf_getphdr(h->elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		v[(*n)++] = (struct elf_segment){
+			.offset = ph.p_offset,
+			.vaddr = ph.p_vaddr,
+			.filesz = ph.p_filesz,
+			.memsz = ph.p_memsz > ph.p_filesz ? ph.p_memsz : ph.p_filesz,
+			.flags = ph.p_flags,
+		};
+	}
+	*out = v;
+	return 0;
+}
+
+/* The i-th PT_LOAD header, skipping others; false past the last. */
+static bool load__next(Elf *elf, size_t *i, size_t nph, GElf_Phdr *ph)
+{
+	for (; *i < nph; (*i)++) {
+		if (gelf_getphdr(elf, (int)*i, ph) && ph->p_type == PT_LOAD) {
+			(*i)++;
+			return true;
+		}
+	}
+	return false;
+}
+
+int elf__vaddr_to_offset(const struct elf_handle *h, uint64_t vaddr, uint64_t *off)
+{
+	size_t nph, i = 0;
+	GElf_Phdr ph;
+
+	if (elf_getphdrnum(h->elf, &nph))
+		return -ENOEXEC;
+	while (load__next(h->elf, &i, nph, &ph)) {
+		if (vaddr >= ph.p_vaddr && vaddr - ph.p_vaddr < ph.p_filesz) {
+			*off = vaddr - ph.p_vaddr + ph.p_offset;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int elf__read(const struct elf_handle *h, uint64_t vaddr, void *buf, size_t len)
+{
+	size_t nph, i = 0, size;
+	GElf_Phdr ph;
+	char *raw;
+
+	if (elf_getphdrnum(h->elf, &nph))
+		return -ENOEXEC;
+	while (load__next(h->elf, &i, nph, &ph)) {
+		/* every sum checked against overflow: the file is the target's */
+		if (vaddr < ph.p_vaddr || vaddr - ph.p_vaddr > ph.p_filesz ||
+		    len > ph.p_filesz - (vaddr - ph.p_vaddr))
+			continue;
+		raw = elf_rawfile(h->elf, &size);
+		if (!raw || ph.p_offset > size || vaddr - ph.p_vaddr > size - ph.p_offset ||
+		    len > size - ph.p_offset - (vaddr - ph.p_vaddr))
+			return -ENOEXEC;
+		memcpy(buf, raw + ph.p_offset + (vaddr - ph.p_vaddr), len);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/*
+ * The PT_LOAD that holds the mapping's file offset says where that offset
+ * was linked: bias = start - offset - (p_vaddr - p_offset). 0 for a non-PIE
+ * executable, the load base for a shared library.
+ */
+int elf__bias(const struct elf_handle *h, uint64_t map_start, uint64_t map_offset,
+	      uint64_t *bias)
+{
+	size_t nph, i = 0;
+	GElf_Phdr ph;
+
+	if (elf_getphdrnum(h->elf, &nph))
+		return -ENOEXEC;
+	while (load__next(h->elf, &i, nph, &ph)) {
+		if (map_offset < (ph.p_offset & ~0xfffull) ||
+		    map_offset >= ph.p_offset + ph.p_filesz)
+			continue;
+		*bias = map_start - map_offset - (ph.p_vaddr - ph.p_offset);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+int elf__debug_path(const struct elf_handle *h, char *buf, size_t len)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(h->elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+		GElf_Nhdr nh;
+		size_t off = 0, name_off, desc_off;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+			continue;
+		data = elf_getdata(scn, NULL);
+		while (data && (off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
+			const unsigned char *id = (const unsigned char *)data->d_buf + desc_off;
+			size_t used;
+
+			if (nh.n_type != NT_GNU_BUILD_ID || nh.n_descsz < 2 || nh.n_descsz > 64)
+				continue;
+			used = (size_t)snprintf(buf, len, "/usr/lib/debug/.build-id/%02x/", id[0]);
+			for (size_t i = 1; i < nh.n_descsz && used < len; i++)
+				used += (size_t)snprintf(buf + used, len - used, "%02x", id[i]);
+			if (used < len)
+				snprintf(buf + used, len - used, ".debug");
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int elf__relas(const struct elf_handle *h, GElf_Rela **out, size_t *nout)
+{
+	GElf_Rela *relas = NULL, *v;
+	Elf_Scn *scn = NULL;
+	size_t nrelas = 0;
+
+	while ((scn = elf_nextscn(h->elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+		size_t n;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize)
+			continue;
+		data = elf_getdata(scn, NULL);
+		n = sh.sh_size / sh.sh_entsize;
+		if (!data || !n)
+			continue;
+		v = realloc(relas, (nrelas + n) * sizeof(*v));
+		if (!v) {
+			free(relas);
+			return -ENOMEM;
+		}
+		relas = v;
+		for (size_t i = 0; i < n; i++) {
+			if (gelf_getrela(data, (int)i, &relas[nrelas]))
+				nrelas++;
+		}
+	}
+	*out = relas;
+	*nout = nrelas;
+	return 0;
+}
+
+int elf__find_string(const struct elf_handle *h, const char *s, uint64_t *out, int max)
+{
+	size_t n, size, len = strlen(s) + 1, i = 0;
+	char *raw = elf_rawfile(h->elf, &size);
+	GElf_Phdr ph;
+	int found = 0;
+
+	if (!raw || elf_getphdrnum(h->elf, &n))
+		return 0;
+	while (found < max && load__next(h->elf, &i, n, &ph)) {
+		if ((ph.p_flags & PF_X) || ph.p_offset > size || ph.p_filesz > size - ph.p_offset)
+			continue;
+		for (uint64_t o = 0; o + len <= ph.p_filesz && found < max; o++) {
+			const char *p = raw + ph.p_offset + o;
+
+			/* the start of a string, or a tail-merged suffix of one */
+			if (*p == *s && !memcmp(p, s, len))
+				out[found++] = ph.p_vaddr + o;
+		}
+	}
+	return found;
+}

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * ELF files of traced processes, through libelf: the only ELF reader. The
+ * files are the targets' (a process can map a crafted one), so every size,
+ * offset and index is checked before use, and sums against overflow.
+ */
+#ifndef LOOPWATCH_PROC_ELF_H
+#define LOOPWATCH_PROC_ELF_H
+
+#include <gelf.h>
+#include <libelf.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct elf_handle {
+	int fd;			/* -1 when opened on memory or a borrowed fd */
+	Elf *elf;
+};
+
+/* 0, or -errno (-ENOEXEC: not ELF) */
+int elf__open(struct elf_handle *h, const char *path);
+/* on fd, which stays the caller's */
+int elf__open_fd(struct elf_handle *h, int fd);
+/* on an image in memory (the vDSO), which must outlive the handle */
+int elf__open_mem(struct elf_handle *h, void *image, size_t len);
+void elf__close(struct elf_handle *h);
+
+struct elf_symbol {
+	const char *name;	/* NUL-terminated inside the string table, never empty */
+	uint64_t value;		/* never 0 */
+	uint64_t size;
+	unsigned char type;	/* STT_* */
+	unsigned char bind;	/* STB_* */
+};
+
+/* return nonzero to stop the walk */
+typedef int (*elf_symbol_fn)(const struct elf_symbol *sym, void *ctx);
+
+/*
+ * The defined symbols of the first section of this type (SHT_SYMTAB or
+ * SHT_DYNSYM), in table order. Returns what fn returned to stop, else 0;
+ * -ENOENT when there is no such section (or it is empty), -EIO when the
+ * table is cut short (fn saw the symbols before the cut).
+ */
+int elf__symbols(const struct elf_handle *h, unsigned int type, elf_symbol_fn fn, void *ctx);
+
+struct elf_segment {
+	uint64_t offset;
+	uint64_t vaddr;
+	uint64_t filesz;
+	uint64_t memsz;
+	uint32_t flags;		/* PF_* */
+};
+
+/* The PT_LOAD segments (malloc'ed, *n of them); -errno. */
+int elf__loads(const struct elf_handle *h, struct elf_segment **out, size_t *n);
+/* link-time address -> file offset, through the PT_LOAD that holds it; -ENOENT */
+int elf__vaddr_to_offset(const struct elf_handle *h, uint64_t vaddr, uint64_t *off);
+/* len bytes of the file image at a link-time address; -ENOENT outside the file's loads */
+int elf__read(const struct elf_handle *h, uint64_t vaddr, void *buf, size_t len);
+/*
+ * The load bias of a mapping of this file (start, file offset): load
+ * address - link address, from the PT_LOAD that holds the offset.
+ */
+int elf__bias(const struct elf_handle *h, uint64_t map_start, uint64_t map_offset,
+	      uint64_t *bias);
+/* The separate debug file by build-id (/usr/lib/debug/.build-id/ab/cdef….debug); -ENOENT */
+int elf__debug_path(const struct elf_handle *h, char *buf, size_t len);
+/* The RELA relocations of every SHT_RELA section (malloc'ed); -errno. */
+int elf__relas(const struct elf_handle *h, GElf_Rela **out, size_t *n);
+/* Link-time addresses of up to max NUL-terminated copies of s in non-exec loads. */
+int elf__find_string(const struct elf_handle *h, const char *s, uint64_t *out, int max);
+
+#endif

@@ -1,0 +1,479 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include "lib/clock.h"
+#include "lib/text.h"
+#include "proc/procs.h"
+
+#define PROCS_HASH 1024
+/* processes kept at once; the least recently used make room */
+#define PROCS_MAX 4096
+/* a /proc file bigger than this is either hostile or not worth it */
+#define MAX_MAPS_BYTES (64u << 20)
+/*
+ * A pid is recycled only after the kernel has gone through pid_max others:
+ * checking its start time once per this long is plenty, and a stall's forty
+ * stacks then cost one read of /proc/PID/stat, not forty.
+ */
+#define PROC_RECHECK_NS 100000000ull
+
+struct proc {
+	int pid;
+	bool alive;
+	uint64_t start_time;
+	uint64_t checked_ns;	/* when start_time was last compared with /proc */
+	uint64_t last_used;
+	struct proc_maps *maps;
+	struct proc *hnext;
+};
+
+struct procs {
+	struct proc *hash[PROCS_HASH];
+	size_t n;
+	uint64_t tick;
+};
+
+/*
+ * A whole file, NUL-terminated. /proc files report size 0, so read until
+ * EOF; a process exiting mid-read just ends the data early, and the caller
+ * only trusts complete lines.
+ */
+static char *file__read_all(const char *path, size_t max, size_t *len_out)
+{
+	size_t len = 0, cap = 16384;
+	char *buf, *tmp;
+	ssize_t r;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	buf = malloc(cap);
+	if (!buf)
+		goto fail;
+	for (;;) {
+		if (cap - len < 4096) {
+			if (cap >= max)
+				break;
+			tmp = realloc(buf, cap * 2);
+			if (!tmp)
+				goto fail;
+			buf = tmp;
+			cap *= 2;
+		}
+		r = read(fd, buf + len, cap - len - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			/* ESRCH and friends: the process went away, keep what we have */
+			if (!len)
+				goto fail;
+			break;
+		}
+		if (r == 0)
+			break;
+		len += (size_t)r;
+	}
+	close(fd);
+	buf[len] = '\0';
+	*len_out = len;
+	return buf;
+fail:
+	free(buf);
+	close(fd);
+	return NULL;
+}
+
+/* A small file's first line, NUL-terminated, or false. */
+static bool file__read_line(const char *path, char *buf, size_t len)
+{
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	do {
+		n = read(fd, buf, len - 1);
+	} while (n < 0 && errno == EINTR);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return true;
+}
+
+/* Field 22 of /proc/PID/stat; comm (field 2) may hold spaces and ')'. */
+static bool stat__start_time(int pid, uint64_t *out)
+{
+	char path[64], buf[2048], *p, *end;
+	int field;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (!file__read_line(path, buf, sizeof(buf)))
+		return false;
+	p = strrchr(buf, ')');
+	if (!p)
+		return false;
+	p++;
+	for (field = 3; field < 22; field++) {
+		while (*p == ' ')
+			p++;
+		while (*p && *p != ' ')
+			p++;
+		if (!*p)
+			return false;
+	}
+	errno = 0;
+	*out = strtoull(p, &end, 10);
+	return end != p && errno == 0;
+}
+
+static void proc__destroy(struct proc *p)
+{
+	proc_maps__put(p->maps);
+	free(p);
+}
+
+static struct proc **procs__slot(struct procs *ps, int pid)
+{
+	struct proc **pp = &ps->hash[(unsigned int)pid % PROCS_HASH];
+
+	while (*pp && (*pp)->pid != pid)
+		pp = &(*pp)->hnext;
+	return pp;
+}
+
+static void procs__remove(struct procs *ps, struct proc **pp)
+{
+	struct proc *p = *pp;
+
+	*pp = p->hnext;
+	proc__destroy(p);
+	ps->n--;
+}
+
+static void procs__evict_lru(struct procs *ps)
+{
+	struct proc **victim = NULL;
+
+	for (unsigned int h = 0; h < PROCS_HASH; h++) {
+		for (struct proc **pp = &ps->hash[h]; *pp; pp = &(*pp)->hnext) {
+			if (!victim || (*pp)->last_used < (*victim)->last_used)
+				victim = pp;
+		}
+	}
+	if (victim)
+		procs__remove(ps, victim);
+}
+
+struct procs *procs__new(void)
+{
+	return calloc(1, sizeof(struct procs));
+}
+
+void procs__free(struct procs *ps)
+{
+	if (!ps)
+		return;
+	for (unsigned int h = 0; h < PROCS_HASH; h++) {
+		while (ps->hash[h])
+			procs__remove(ps, &ps->hash[h]);
+	}
+	free(ps);
+}
+
+struct proc *procs__get(struct procs *ps, int pid)
+{
+	uint64_t start_time = 0, now = clock__mono_ns();
+	struct proc **pp, *p;
+	bool alive;
+
+	if (!ps || pid <= 0)
+		return NULL;
+	pp = procs__slot(ps, pid);
+	p = *pp;
+	if (p && now - p->checked_ns < PROC_RECHECK_NS) {
+		p->last_used = ++ps->tick;
+		return p;
+	}
+	alive = stat__start_time(pid, &start_time);
+	if (p && alive && p->start_time != start_time) {
+		/* same pid, different process */
+		procs__remove(ps, pp);
+		p = NULL;
+	}
+	if (p) {
+		p->alive = alive;
+		p->checked_ns = now;
+		p->last_used = ++ps->tick;
+		return p;
+	}
+	if (!alive)
+		return NULL;
+	if (ps->n >= PROCS_MAX)
+		procs__evict_lru(ps);
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->pid = pid;
+	p->alive = true;
+	p->start_time = start_time;
+	p->checked_ns = now;
+	p->last_used = ++ps->tick;
+	pp = procs__slot(ps, pid);
+	*pp = p;
+	ps->n++;
+	return p;
+}
+
+void procs__forget(struct procs *ps, int pid)
+{
+	struct proc **pp;
+
+	if (!ps)
+		return;
+	pp = procs__slot(ps, pid);
+	if (*pp)
+		procs__remove(ps, pp);
+}
+
+int proc__pid(const struct proc *p)
+{
+	return p->pid;
+}
+
+uint64_t proc__start_time(const struct proc *p)
+{
+	return p->start_time;
+}
+
+bool proc__alive(const struct proc *p)
+{
+	return p->alive;
+}
+
+const struct proc_maps *proc__maps(struct proc *p, bool refresh)
+{
+	struct proc_maps *maps;
+	uint64_t again = 0;
+	char path[64], *text;
+	size_t len;
+
+	if (p->maps && (!refresh || !p->alive))
+		return p->maps;
+	snprintf(path, sizeof(path), "/proc/%d/maps", p->pid);
+	text = file__read_all(path, MAX_MAPS_BYTES, &len);
+	if (!text)
+		return p->maps;	/* exited: the old maps are still the best we have */
+	maps = proc_maps__parse(text, len);
+	if (!maps)
+		return p->maps;
+	/*
+	 * A zombie shows empty maps, a recycled pid someone else's: keep what
+	 * the process had while alive.
+	 */
+	if ((!maps->n && p->maps && p->maps->n) || !stat__start_time(p->pid, &again) ||
+	    again != p->start_time) {
+		proc_maps__put(maps);
+		return p->maps;
+	}
+	proc_maps__put(p->maps);
+	p->maps = maps;
+	return maps;
+}
+
+bool proc__read(struct proc *p, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { .iov_base = buf, .iov_len = len };
+	struct iovec remote = { .iov_base = (void *)(uintptr_t)addr, .iov_len = len };
+	char path[64];
+	ssize_t r;
+	int fd;
+
+	if (!addr || !len || addr + len < addr || addr > INT64_MAX)
+		return false;
+	r = process_vm_readv(p->pid, &local, 1, &remote, 1, 0);
+	if (r == (ssize_t)len)
+		return true;
+	if (r >= 0 || (errno != ENOSYS && errno != EPERM))
+		return false;
+	/* kernels or seccomp profiles without process_vm_readv: the mem file */
+	snprintf(path, sizeof(path), "/proc/%d/mem", p->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	r = pread(fd, buf, len, (off_t)addr);
+	close(fd);
+	return r == (ssize_t)len;
+}
+
+int fd__reopen_regular(int pfd, struct stat *st)
+{
+	char self[64];
+	int fd = -1;
+
+	if (pfd < 0)
+		return -1;
+	if (!fstat(pfd, st) && S_ISREG(st->st_mode) && st->st_size > 0) {
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
+		fd = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	}
+	close(pfd);
+	return fd;
+}
+
+/*
+ * openat2(RESOLVE_IN_ROOT) keeps every symlink jump inside pid's root, which
+ * may be another mount namespace. Kernels before 5.6 lack it: the plain
+ * /proc/PID/root path then, and callers compare the inode with the maps.
+ */
+static int path__open_in_root(int pid, const char *path)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_CLOEXEC,
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+	};
+	char buf[PATH_MAX + 64];
+	int dfd, fd;
+
+	snprintf(buf, sizeof(buf), "/proc/%d/root", pid);
+	dfd = open(buf, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -1;
+	fd = (int)syscall(SYS_openat2, dfd, path, &how, sizeof(how));
+	close(dfd);
+	if (fd >= 0 || (errno != ENOSYS && errno != EPERM))
+		return fd;
+	snprintf(buf, sizeof(buf), "/proc/%d/root%s", pid, path);
+	return open(buf, O_PATH | O_CLOEXEC);
+}
+
+int proc__open_path(struct proc *p, const char *path, struct stat *st)
+{
+	if (!path || path[0] != '/' || strlen(path) >= PATH_MAX)
+		return -1;
+	return fd__reopen_regular(path__open_in_root(p->pid, path), st);
+}
+
+static int mapping__open_map_files(int pid, const struct proc_mapping *m, struct stat *st)
+{
+	char path[96];
+
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, m->start,
+		 m->end);
+	return fd__reopen_regular(open(path, O_PATH | O_CLOEXEC), st);
+}
+
+/*
+ * The path inside the target's root first. If it now names a different
+ * inode (package upgraded, file replaced) or is gone, map_files still
+ * reaches the object that is actually mapped.
+ */
+int proc__open_mapping(struct proc *p, const struct proc_mapping *m, struct stat *st)
+{
+	struct stat alt_st;
+	int fd = -1, alt;
+
+	if (m->type != PROC_MAP_FILE)
+		return -1;
+	if (!m->deleted) {
+		fd = proc__open_path(p, m->path, st);
+		if (fd >= 0 && m->inode && (uint64_t)st->st_ino != m->inode) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	if (fd < 0) {
+		alt = mapping__open_map_files(p->pid, m, &alt_st);
+		if (alt >= 0) {
+			*st = alt_st;
+			return alt;
+		}
+	}
+	/*
+	 * The process is gone (a stall just before exit): the same path in our
+	 * own namespace will do if it is still the very inode that was mapped.
+	 */
+	if (fd < 0 && !m->deleted && m->inode && strlen(m->path) < PATH_MAX) {
+		fd = fd__reopen_regular(open(m->path, O_PATH | O_CLOEXEC), st);
+		if (fd >= 0 && (uint64_t)st->st_ino != m->inode) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	return fd;
+}
+
+bool proc__comm(struct proc *p, int tid, char *buf, size_t len)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", p->pid, tid);
+	if (!file__read_line(path, buf, len))
+		return false;
+	str__sanitize(buf);
+	return true;
+}
+
+bool proc__exe(struct proc *p, char *buf, size_t len)
+{
+	char path[32];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", p->pid);
+	n = readlink(path, buf, len - 1);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	str__sanitize(buf);
+	return true;
+}
+
+bool proc__cgroup(struct proc *p, char *buf, size_t len)
+{
+	char path[32], *text, *line, *save = NULL;
+	size_t n;
+	bool found = false;
+
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", p->pid);
+	text = file__read_all(path, 1 << 20, &n);
+	if (!text)
+		return false;
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(line, "0::", 3))
+			continue;
+		snprintf(buf, len, "%s", line + 3);
+		str__sanitize(buf);
+		found = true;
+		break;
+	}
+	free(text);
+	return found;
+}
+
+bool procs__exists(int pid)
+{
+	char path[32];
+
+	if (pid <= 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	return access(path, F_OK) == 0;
+}
+
+char *procs__read_kallsyms(size_t max, size_t *len)
+{
+	return file__read_all("/proc/kallsyms", max, len);
+}

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The traced processes as /proc shows them: the only code that opens
+ * /proc/PID or reads a target's memory. Every byte read here is untrusted
+ * and may vanish mid-read (the process exits, the pid is reused): readers
+ * get false, -1 or an empty answer, never a crash.
+ *
+ * A process is known by (pid, start time): the table re-checks the start
+ * time at most every 100 ms and gives a recycled pid a fresh entry. An
+ * exited process keeps its last maps, so an event that arrives after its
+ * exit still finds its files.
+ */
+#ifndef LOOPWATCH_PROC_PROCS_H
+#define LOOPWATCH_PROC_PROCS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include "proc/maps.h"
+
+struct procs;
+struct proc;
+
+struct procs *procs__new(void);
+void procs__free(struct procs *ps);
+/*
+ * pid's entry, re-validated; NULL when pid was never seen and does not run
+ * now (or out of memory). The pointer is valid until the next procs__get.
+ */
+struct proc *procs__get(struct procs *ps, int pid);
+/* Drop what is kept for pid (its pid may be reused by an unrelated process). */
+void procs__forget(struct procs *ps, int pid);
+
+int proc__pid(const struct proc *p);
+/* in clock ticks since boot (field 22 of /proc/PID/stat) */
+uint64_t proc__start_time(const struct proc *p);
+/* false once the process is known to have exited (its entry stays for late events) */
+bool proc__alive(const struct proc *p);
+
+/*
+ * The latest maps snapshot, read on first use; refresh re-reads it (after a
+ * miss: a dlopen, new JIT code). The caller may keep it with
+ * proc_maps__get(). NULL when the maps could never be read.
+ */
+const struct proc_maps *proc__maps(struct proc *p, bool refresh);
+/* len bytes of the target's memory at addr; false unless all were read */
+bool proc__read(struct proc *p, uint64_t addr, void *buf, size_t len);
+/*
+ * A readable fd of the file behind a mapping (only a regular file: a FIFO or
+ * a device could block or have side effects), opened inside the target's
+ * root and checked to be the very inode mapped; -1 if there is none.
+ */
+int proc__open_mapping(struct proc *p, const struct proc_mapping *m, struct stat *st);
+/* A regular file by the path the target sees, inside its root; -1 if none. */
+int proc__open_path(struct proc *p, const char *path, struct stat *st);
+/* The thread's name (the process's when tid == pid), sanitized; false if gone. */
+bool proc__comm(struct proc *p, int tid, char *buf, size_t len);
+/* target of /proc/PID/exe, sanitized; false if gone or unreadable */
+bool proc__exe(struct proc *p, char *buf, size_t len);
+/* the cgroup v2 path ("0::/..." line of /proc/PID/cgroup), sanitized; false if none */
+bool proc__cgroup(struct proc *p, char *buf, size_t len);
+
+/* Is there a process with this pid now? */
+bool procs__exists(int pid);
+/* /proc/kallsyms' text (malloc'ed, NUL-terminated), at most max bytes; NULL if unreadable */
+char *procs__read_kallsyms(size_t max, size_t *len);
+/*
+ * Turn an O_PATH fd into a readable one, only for a regular file of at least
+ * one byte; closes pfd. -1 if not.
+ */
+int fd__reopen_regular(int pfd, struct stat *st);
+
+#endif

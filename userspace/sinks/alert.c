@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/wait.h>
+#include "lib/jsonw.h"
+#include "model/report.h"
+#include "sinks/sink.h"
+
+#define ALERT_PIDS 1024
+
+struct alert_pid {
+	__u32 pid;
+	char comm[LW_COMM_LEN];
+	double last_ts;
+	__u64 suppressed;
+};
+
+struct alert_opts {
+	double alert_ms;	/* a stall at or over this alerts */
+	const char *log_path;	/* NULL: log lines go to stderr */
+	bool log_lines;		/* false: no log lines (the live view owns the terminal) */
+	const char *exec_path;	/* NULL: run nothing */
+	double every_s;		/* per-process rate limit; 0: none */
+	FILE *json;		/* NULL: no JSON alert lines */
+};
+
+struct alerter {
+	struct alert_opts opts;
+	FILE *log;
+	bool own_log;
+	bool fork_failed;	/* said once */
+	struct alert_pid pids[ALERT_PIDS];	/* open addressing by pid: bounded */
+};
+
+static void alert_pid__flush(struct alerter *a, const struct alert_pid *p)
+{
+	if (p->suppressed && a->opts.log_lines)
+		fprintf(a->log, "loopwatch: ALERT %s[%u]: %llu more stalls held back by "
+			"--alert-every\n", p->comm, p->pid, (unsigned long long)p->suppressed);
+}
+
+/*
+ * pid's rate-limit state. Probing keeps two pids that share a slot apart;
+ * a full table gives up the least recently alerted pid, saying what it held.
+ */
+static struct alert_pid *alerter__slot(struct alerter *a, __u32 pid)
+{
+	struct alert_pid *oldest = NULL;
+
+	for (unsigned int i = 0; i < ALERT_PIDS; i++) {
+		struct alert_pid *p = &a->pids[(pid + i) % ALERT_PIDS];
+
+		if (p->pid == pid)
+			return p;
+		if (!p->pid) {
+			p->pid = pid;
+			return p;
+		}
+		if (!oldest || p->last_ts < oldest->last_ts)
+			oldest = p;
+	}
+	alert_pid__flush(a, oldest);
+	memset(oldest, 0, sizeof(*oldest));
+	oldest->pid = pid;
+	return oldest;
+}
+
+static bool alert__wanted(const struct sink_config *cfg)
+{
+	(void)cfg;
+	return true;
+}
+
+static int alert__open(struct sink *s, const struct sink_config *cfg, char *err, size_t errlen)
+{
+	struct alerter *a = calloc(1, sizeof(*a));
+	struct alert_opts *opts;
+	bool tui = !cfg->json && !cfg->quiet && cfg->tty;
+	int fd;
+
+	if (!a) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	opts = &a->opts;
+	opts->alert_ms = cfg->alert_ms;
+	opts->log_path = cfg->alert_log;
+	/* the live view owns the terminal; --quiet keeps stderr for errors */
+	opts->log_lines = !tui && !cfg->quiet;
+	opts->exec_path = cfg->alert_exec;
+	opts->every_s = cfg->alert_every_s;
+	opts->json = cfg->json ? cfg->out : NULL;
+	a->log = stderr;
+	if (opts->exec_path && access(opts->exec_path, X_OK)) {
+		snprintf(err, errlen, "--alert-exec %s: %s", opts->exec_path, strerror(errno));
+		goto fail;
+	}
+	if (opts->log_path) {
+		fd = open(opts->log_path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+			  0644);
+		if (fd < 0 || !(a->log = fdopen(fd, "a"))) {
+			snprintf(err, errlen, "--alert-log %s: %s", opts->log_path, strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			goto fail;
+		}
+		a->own_log = true;
+		a->opts.log_lines = true;
+	}
+	s->priv = a;
+	return 0;
+fail:
+	free(a);
+	return -1;
+}
+
+static void children__reap(void)
+{
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+}
+
+/* The program gets the facts as LOOPWATCH_* variables: no shell ever sees them. */
+static void alert__exec(struct alerter *a, const struct stall_report *r, __u64 suppressed)
+{
+	char vars[9][384], *envp[10], *argv[2];
+	pid_t child;
+	int n = 0;
+
+	snprintf(vars[n++], sizeof(vars[0]), "LOOPWATCH_PID=%u", r->pid);
+	snprintf(vars[n++], sizeof(vars[0]), "LOOPWATCH_TID=%u", r->tid);
+	snprintf(vars[n++], sizeof(vars[0]), "LOOPWATCH_COMM=%s", r->comm);
+	snprintf(vars[n++], sizeof(vars[0]), "LOOPWATCH_THREAD=%s", r->thread);
+	snprintf(vars[n++], sizeof(vars[0]), "LOOPWATCH_LAG_MS=%.3f", (double)r->duration_ns / 1e6);
+	snprintf(vars[n++], sizeof(vars[0]), "LOOPWATCH_CAUSE=%s", stall_cause__name(r->cause));
+	snprintf(vars[n++], sizeof(vars[0]), "LOOPWATCH_TOP_FRAME=%s", r->top);
+	snprintf(vars[n++], sizeof(vars[0]), "LOOPWATCH_SUPPRESSED=%llu",
+		 (unsigned long long)suppressed);
+	snprintf(vars[n++], sizeof(vars[0]), "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:"
+		 "/usr/bin:/sbin:/bin");
+	for (int i = 0; i < n; i++)
+		envp[i] = vars[i];
+	envp[n] = NULL;
+	argv[0] = (char *)a->opts.exec_path;
+	argv[1] = NULL;
+	children__reap();
+	child = fork();
+	if (child == 0) {
+		execve(a->opts.exec_path, argv, envp);
+		_exit(127);
+	}
+	if (child < 0 && !a->fork_failed) {
+		fprintf(stderr, "loopwatch: --alert-exec %s: cannot start it: %s\n",
+			a->opts.exec_path, strerror(errno));
+		a->fork_failed = true;
+	}
+}
+
+static void alert__json(struct alerter *a, const struct stall_report *r, __u64 suppressed)
+{
+	FILE *out = a->opts.json;
+
+	fprintf(out, "{\"type\":\"alert\",\"ts\":%.6f,\"pid\":%u,\"tid\":%u,\"comm\":", r->ts,
+		r->pid, r->tid);
+	json__string(out, r->comm);
+	fputs(",\"thread\":", out);
+	json__string(out, r->thread);
+	fprintf(out, ",\"lag_ms\":%.3f,\"cause\":\"%s\",\"top\":", json__ms(r->duration_ns),
+		stall_cause__name(r->cause));
+	json__string(out, r->top);
+	fprintf(out, ",\"suppressed\":%llu}\n", (unsigned long long)suppressed);
+	fflush(out);
+}
+
+static void alert__slow(struct sink *s, const struct stall_report *r)
+{
+	struct alerter *a = s->priv;
+	struct alert_pid *p;
+	__u64 suppressed;
+
+	if ((double)r->duration_ns < a->opts.alert_ms * 1e6)
+		return;
+	p = alerter__slot(a, r->pid);
+	if (p->last_ts && a->opts.every_s > 0 && r->ts - p->last_ts < a->opts.every_s) {
+		p->suppressed++;
+		return;
+	}
+	memcpy(p->comm, r->comm, LW_COMM_LEN);
+	suppressed = p->suppressed;
+	p->suppressed = 0;
+	p->last_ts = r->ts;
+	if (a->opts.log_lines) {
+		fprintf(a->log, "loopwatch: ALERT %s[%u] thread %s[%u] stalled %.1f ms (%s): %s",
+			r->comm, r->pid, r->thread, r->tid, (double)r->duration_ns / 1e6,
+			stall_cause__name(r->cause), r->top);
+		if (suppressed)
+			fprintf(a->log, " (+%llu suppressed)", (unsigned long long)suppressed);
+		fputc('\n', a->log);
+		fflush(a->log);
+	}
+	if (a->opts.json)
+		alert__json(a, r, suppressed);
+	if (a->opts.exec_path)
+		alert__exec(a, r, suppressed);
+}
+
+static void alert__close(struct sink *s)
+{
+	struct alerter *a = s->priv;
+
+	if (!a)
+		return;
+	for (int i = 0; i < ALERT_PIDS; i++)
+		alert_pid__flush(a, &a->pids[i]);
+	/* programs still running finish on their own; only the finished are reaped */
+	children__reap();
+	if (a->own_log)
+		fclose(a->log);
+	free(a);
+}
+
+const struct sink_ops alert_sink = {
+	.name = "alerts",
+	.wanted = alert__wanted,
+	.open = alert__open,
+	.slow = alert__slow,
+	.close = alert__close,
+};

@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* JSON lines: one object per loop thread per interval, per event, per summary row. */
+#include <stdlib.h>
+#include "lib/jsonw.h"
+#include "sinks/sink.h"
+
+static bool json__wanted(const struct sink_config *cfg)
+{
+	return cfg->json;
+}
+
+static int json__open(struct sink *s, const struct sink_config *cfg, char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	s->priv = cfg->out;
+	return 0;
+}
+
+static void loop_view__json(FILE *out, const char *type, double ts,
+			    const struct loop_thread *t, const struct loop_view *v)
+{
+	__u64 off_ns = v->blocked_ns + v->runq_ns;
+
+	fprintf(out, "{\"type\":\"%s\",\"ts\":%.3f,\"pid\":%u,\"tid\":%u,\"comm\":", type, ts,
+		t->pid, t->tid);
+	json__string(out, t->comm);
+	fputs(",\"thread\":", out);
+	json__string(out, t->thread);
+	fprintf(out, ",\"iterations\":%llu,\"busy_ms\":%.3f,\"idle_ms\":%.3f,"
+		"\"oncpu_ms\":%.3f,\"blocked_ms\":%.3f,\"runq_ms\":%.3f,\"busy_now_ms\":%.3f,"
+		"\"utilization\":%.4f,\"lag_ms\":{\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f,"
+		"\"p999\":%.3f,\"max\":%.3f}}\n",
+		(unsigned long long)v->iterations, json__ms(v->busy_ns), json__ms(v->idle_ns),
+		json__ms(v->busy_ns > off_ns ? v->busy_ns - off_ns : 0), json__ms(v->blocked_ns),
+		json__ms(v->runq_ns), json__ms(t->busy_now_ns), loop_view__utilization(v),
+		json__ms(v->lag.p50_ns),
+		json__ms(v->lag.p90_ns), json__ms(v->lag.p99_ns), json__ms(v->lag.p999_ns),
+		json__ms(v->lag.max_ns));
+}
+
+static void json__interval(struct sink *s, const struct model *m, double ts)
+{
+	FILE *out = s->priv;
+	size_t n;
+	struct loop_thread **v = model__sorted(m, false, &n);
+
+	for (size_t i = 0; v && i < n; i++)
+		loop_view__json(out, "interval", ts, v[i], &v[i]->interval);
+	free(v);
+	fflush(out);
+}
+
+static void syscalls__json(FILE *out, const struct model *m, double ts)
+{
+	for (size_t i = 0; i < m->nsyscalls; i++) {
+		const struct syscall_agg *a = &m->syscalls[i];
+
+		fprintf(out, "{\"type\":\"syscall_summary\",\"ts\":%.3f,\"pid\":%u,\"comm\":",
+			ts, a->pid);
+		json__string(out, a->comm);
+		fputs(",\"syscall\":", out);
+		json__string(out, a->name);
+		fprintf(out, ",\"count\":%llu,\"blocked_ms\":%.3f,\"ms\":{\"p50\":%.3f,"
+			"\"p99\":%.3f,\"max\":%.3f}}\n", (unsigned long long)a->count,
+			json__ms(a->total_ns), json__ms(a->lat.p50_ns), json__ms(a->lat.p99_ns),
+			json__ms(a->lat.max_ns));
+	}
+}
+
+static void probes__json(FILE *out, const struct model *m, double ts)
+{
+	for (size_t i = 0; i < m->nprobes; i++) {
+		const struct probe_agg *a = &m->probes[i];
+
+		fprintf(out, "{\"type\":\"probe_summary\",\"ts\":%.3f,\"pid\":%u,\"comm\":",
+			ts, a->pid);
+		json__string(out, a->comm);
+		fputs(",\"probe\":", out);
+		json__string(out, a->label);
+		fprintf(out, ",\"calls\":%llu,\"total_ms\":%.3f,\"busy_ms\":%.3f,"
+			"\"busy_share\":%.4f,\"ms\":{\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f,"
+			"\"p999\":%.3f,\"max\":%.3f}}\n", (unsigned long long)a->calls,
+			json__ms(a->total_ns), json__ms(a->busy_ns), a->busy_share,
+			json__ms(a->lat.p50_ns), json__ms(a->lat.p90_ns), json__ms(a->lat.p99_ns),
+			json__ms(a->lat.p999_ns), json__ms(a->lat.max_ns));
+	}
+}
+
+static int json__summary(struct sink *s, const struct model *m, double ts)
+{
+	FILE *out = s->priv;
+	syscalls__json(out, m, ts);
+	probes__json(out, m, ts);
+	struct loop_view sum;
+	size_t n;
+	struct loop_thread **v = model__sorted(m, true, &n);
+
+	for (size_t i = 0; v && i < n; i++) {
+		loop_thread__summary(v[i], &sum);
+		loop_view__json(out, "summary", ts, v[i], &sum);
+	}
+	free(v);
+	fflush(out);
+	return 0;
+}
+
+static void frame__json(FILE *out, const struct frame *f)
+{
+	static const char *const kinds[] = { "native", "kernel", "python", "jit" };
+
+	fprintf(out, "{\"kind\":\"%s\",\"func\":", kinds[f->kind <= FRAME_JIT ? f->kind : 0]);
+	json__string(out, f->func[0] ? f->func : "[unknown]");
+	if (f->kind == FRAME_PYTHON) {
+		fputs(",\"file\":", out);
+		json__string(out, f->file);
+		fprintf(out, ",\"line\":%d}", f->line);
+		return;
+	}
+	fprintf(out, ",\"offset\":%llu,\"module\":", (unsigned long long)f->offset);
+	json__string(out, f->module);
+	fputc('}', out);
+}
+
+static void json__frames(FILE *out, const struct stack_report *s)
+{
+	fputc('[', out);
+	for (int i = 0; i < s->nframes; i++) {
+		if (i)
+			fputc(',', out);
+		frame__json(out, &s->frames[i]);
+	}
+	fputc(']', out);
+}
+
+static void json__stall(struct sink *snk, const struct stall_report *r)
+{
+	FILE *out = snk->priv;
+
+	fprintf(out, "{\"type\":\"stall\",\"ts\":%.6f,\"pid\":%u,\"tid\":%u,\"comm\":",
+		r->ts, r->pid, r->tid);
+	json__string(out, r->comm);
+	fputs(",\"thread\":", out);
+	json__string(out, r->thread);
+	fprintf(out, ",\"duration_ms\":%.3f,\"oncpu_ms\":%.3f,\"blocked_ms\":%.3f,"
+		"\"runq_ms\":%.3f,\"cause\":\"%s\",\"top\":",
+		json__ms(r->duration_ns), json__ms(r->oncpu_ns), json__ms(r->blocked_ns),
+		json__ms(r->runq_ns), stall_cause__name(r->cause));
+	json__string(out, r->top);
+	fputs(",\"syscalls\":[", out);
+	for (int i = 0; i < r->nsyscalls; i++) {
+		fprintf(out, "%s{\"name\":", i ? "," : "");
+		json__string(out, r->syscalls[i].name);
+		fprintf(out, ",\"count\":%u,\"ms\":%.3f}", r->syscalls[i].count,
+			json__ms(r->syscalls[i].ns));
+	}
+	fputs("],\"probes\":[", out);
+	for (int i = 0; i < r->nprobes; i++) {
+		fprintf(out, "%s{\"probe\":", i ? "," : "");
+		json__string(out, r->probes[i].label);
+		fprintf(out, ",\"count\":%u,\"ms\":%.3f}", r->probes[i].count,
+			json__ms(r->probes[i].ns));
+	}
+	fputs("],\"stacks\":[", out);
+	for (int i = 0; i < r->nstacks; i++) {
+		const struct stack_report *s = &r->stacks[i];
+
+		fprintf(out, "%s{\"samples\":%d,\"cause\":\"%s\"", i ? "," : "", s->samples,
+			s->blocked ? "blocked" : s->runq ? "runq" : "cpu");
+		if (s->runq)
+			fprintf(out, ",\"ms\":%.3f", json__ms(s->ns));
+		if (s->blocked) {
+			fputs(",\"syscall\":", out);
+			json__string(out, s->syscall);
+			fprintf(out, ",\"ms\":%.3f", json__ms(s->ns));
+		}
+		fputs(",\"frames\":", out);
+		json__frames(out, s);
+		fputc('}', out);
+	}
+	fputs("]}\n", out);
+	fflush(out);
+}
+
+static void json__block(struct sink *s, const struct block_report *r)
+{
+	FILE *out = s->priv;
+
+	fprintf(out, "{\"type\":\"blocking_call\",\"ts\":%.6f,\"pid\":%u,\"tid\":%u,"
+		"\"comm\":", r->ts, r->pid, r->tid);
+	json__string(out, r->comm);
+	fputs(",\"syscall\":", out);
+	json__string(out, r->syscall);
+	fprintf(out, ",\"duration_ms\":%.3f,\"sleeps\":%u", json__ms(r->duration_ns), r->sleeps);
+	if (r->fd >= 0) {
+		fprintf(out, ",\"fd\":%d,\"path\":", r->fd);
+		json__string(out, r->path);
+	}
+	fputs(",\"stack\":", out);
+	json__frames(out, &r->stack);
+	fputs("}\n", out);
+	fflush(out);
+}
+
+static void json__probe(struct sink *s, const struct probe_report *r)
+{
+	FILE *out = s->priv;
+
+	fprintf(out, "{\"type\":\"probe_call\",\"ts\":%.6f,\"pid\":%u,\"tid\":%u,\"comm\":",
+		r->ts, r->pid, r->tid);
+	json__string(out, r->comm);
+	fputs(",\"probe\":", out);
+	json__string(out, r->label);
+	fprintf(out, ",\"duration_ms\":%.3f,\"stack\":", json__ms(r->duration_ns));
+	json__frames(out, &r->stack);
+	fputs("}\n", out);
+	fflush(out);
+}
+
+static void json__close(struct sink *s)
+{
+	(void)s;
+}
+
+const struct sink_ops json_sink = {
+	.name = "JSON output",
+	.wanted = json__wanted,
+	.open = json__open,
+	.interval = json__interval,
+	.stall = json__stall,
+	.block = json__block,
+	.probe = json__probe,
+	.summary = json__summary,
+	.close = json__close,
+};

@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The Prometheus textfile: the registry's exposition written every
+ * --prom-interval seconds and at exit, replacing the file atomically, for
+ * node_exporter's textfile collector.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "lib/clock.h"
+#include "sinks/promreg.h"
+#include "sinks/sink.h"
+
+struct prom_file {
+	struct prom_registry *reg;
+	char *path;
+	char *tmp_path;
+	double interval_s;
+	double next_s;		/* monotonic: when the next write is due */
+	int last_err;		/* said once, not once per write */
+};
+
+/*
+ * The temp file sits beside the target so rename() is atomic, and its name
+ * does not end in .prom so the textfile collector never reads it half
+ * written. O_EXCL|O_NOFOLLOW: a link planted under that name is not
+ * followed; a leftover of ours from a crash is removed once.
+ */
+static int tmp__create(const char *tmp_path)
+{
+	int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+	int fd = open(tmp_path, flags, 0644);
+
+	if (fd < 0 && errno == EEXIST) {
+		unlink(tmp_path);
+		fd = open(tmp_path, flags, 0644);
+	}
+	if (fd < 0)
+		return -errno;
+	/* the umask must not hide the metrics from an unprivileged node_exporter */
+	if (fchmod(fd, 0644)) {
+		int err = -errno;
+
+		close(fd);
+		unlink(tmp_path);
+		return err;
+	}
+	return fd;
+}
+
+/* The directory part of path, for messages. */
+static void path__dir(const char *path, char *buf, size_t len)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (!slash)
+		snprintf(buf, len, ".");
+	else if (slash == path)
+		snprintf(buf, len, "/");
+	else
+		snprintf(buf, len, "%.*s", (int)(slash - path), path);
+}
+
+static bool prom__wanted(const struct sink_config *cfg)
+{
+	return cfg->prom_file != NULL;
+}
+
+static void prom__free(struct prom_file *pf)
+{
+	prom_registry__free(pf->reg);
+	free(pf->path);
+	free(pf->tmp_path);
+	free(pf);
+}
+
+/*
+ * Checks that a file can be created beside the path (same directory: the
+ * rename must stay on one filesystem).
+ */
+static int prom__open(struct sink *s, const struct sink_config *cfg, char *err, size_t errlen)
+{
+	struct prom_file *pf = calloc(1, sizeof(*pf));
+	const char *path = cfg->prom_file, *slash = strrchr(path, '/');
+	char dir[256];
+	struct stat st;
+	int fd;
+
+	if (!pf) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	pf->interval_s = cfg->prom_interval_s;
+	pf->reg = prom_registry__new(cfg->prom_per_pid);
+	pf->path = strdup(path);
+	pf->tmp_path = malloc(strlen(path) + 32);
+	if (!pf->reg || !pf->path || !pf->tmp_path) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	/* .loopwatch.prom.PID.tmp: hidden, per instance, not matching *.prom */
+	sprintf(pf->tmp_path, "%.*s.%s.%d.tmp", slash ? (int)(slash - path + 1) : 0, path,
+		slash ? slash + 1 : path, (int)getpid());
+	if (!stat(path, &st) && S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "--prom-file %s is a directory; want a file in it", path);
+		goto fail;
+	}
+	fd = tmp__create(pf->tmp_path);
+	if (fd < 0) {
+		path__dir(path, dir, sizeof(dir));
+		snprintf(err, errlen, "--prom-file %s: cannot create a file in %s: %s", path, dir,
+			 strerror(-fd));
+		goto fail;
+	}
+	close(fd);
+	unlink(pf->tmp_path);
+	s->priv = pf;
+	return 0;
+fail:
+	prom__free(pf);
+	return -1;
+}
+
+/* The exposition to the temp file, renamed over the target: 0 or -errno. */
+static int prom__write_file(struct prom_file *pf, const struct model *m, double now_s)
+{
+	double t0 = clock__mono();
+	FILE *out;
+	int fd, err = 0;
+
+	fd = tmp__create(pf->tmp_path);
+	if (fd < 0)
+		return fd;
+	out = fdopen(fd, "w");
+	if (!out) {
+		err = -errno;
+		close(fd);
+		unlink(pf->tmp_path);
+		return err;
+	}
+	/*
+	 * No fsync: readers only need the rename to be atomic, and the file is
+	 * rewritten every interval anyway; a crash loses at most one interval.
+	 */
+	prom_registry__render(pf->reg, m, now_s, out);
+	if (ferror(out))
+		err = -EIO;
+	if (fclose(out) && !err)
+		err = -errno;
+	if (!err && rename(pf->tmp_path, pf->path))
+		err = -errno;
+	if (err)
+		unlink(pf->tmp_path);
+	prom_registry__set_write_time(pf->reg, clock__mono() - t0);
+	return err;
+}
+
+/* One line when writes start failing, not one per write: a daemon's log stays readable. */
+static int prom__write(struct prom_file *pf, const struct model *m, double now_s)
+{
+	int err = prom__write_file(pf, m, now_s);
+
+	if (err && err != pf->last_err)
+		fprintf(stderr, "loopwatch: cannot write %s: %s\n", pf->path, strerror(-err));
+	pf->last_err = err;
+	return err;
+}
+
+/* at once: the file's appearance tells a supervisor that tracing runs */
+static int prom__start(struct sink *s, const struct model *m, double now)
+{
+	struct prom_file *pf = s->priv;
+
+	(void)m;
+	pf->next_s = now;
+	return 0;
+}
+
+static double prom__due(const struct sink *s)
+{
+	const struct prom_file *pf = s->priv;
+
+	return pf->next_s;
+}
+
+static int prom__flush(struct sink *s, const struct model *m, double now)
+{
+	struct prom_file *pf = s->priv;
+
+	while (pf->next_s <= now)
+		pf->next_s += pf->interval_s;
+	return prom__write(pf, m, now);
+}
+
+static int prom__summary(struct sink *s, const struct model *m, double ts)
+{
+	(void)ts;
+	return prom__write(s->priv, m, clock__mono());
+}
+
+static void prom__close(struct sink *s)
+{
+	if (s->priv)
+		prom__free(s->priv);
+}
+
+const struct sink_ops prom_sink = {
+	.name = "Prometheus textfile",
+	.wanted = prom__wanted,
+	.open = prom__open,
+	.start = prom__start,
+	.due = prom__due,
+	.flush = prom__flush,
+	.summary = prom__summary,
+	.close = prom__close,
+};

@@ -1,0 +1,864 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The sink keeps its own book of series so that counters never go back:
+ * every source it has seen (a loop thread, or the kernel's aggregate of one
+ * syscall or one probe in one process) contributes (its counters now - a
+ * base) to the series of its labels; when the source leaves the model, or
+ * its labels change, or its kernel record restarts from zero, what it
+ * contributed so far moves to the series' retired part and stays there.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "lib/text.h"
+#include "sinks/promreg.h"
+#include "version.h"
+
+#define PROM_HASH 4096
+/* aggregate series outlive their threads; past this many the longest-dead go */
+#define PROM_MAX_SERIES 8192
+#define PROM_LABELS_LEN 2048
+
+/* the le bounds of loopwatch_loop_iteration_seconds, besides +Inf */
+static const struct {
+	const char *le;
+	__u64 ns;
+} prom_buckets[] = {
+	{ "0.001", 1000000ULL },
+	{ "0.005", 5000000ULL },
+	{ "0.01", 10000000ULL },
+	{ "0.025", 25000000ULL },
+	{ "0.05", 50000000ULL },
+	{ "0.1", 100000000ULL },
+	{ "0.25", 250000000ULL },
+	{ "0.5", 500000000ULL },
+	{ "1", 1000000000ULL },
+	{ "2.5", 2500000000ULL },
+};
+#define PROM_NBUCKETS (sizeof(prom_buckets) / sizeof(prom_buckets[0]))
+
+/* Loop, syscall and probe series: different labels, different families. */
+enum prom_kind { PROM_LOOP, PROM_SYSCALL, PROM_PROBE };
+
+/* Everything a series exports, all monotonic. */
+struct prom_counts {
+	__u64 le[PROM_NBUCKETS];	/* cumulative */
+	__u64 count;			/* the +Inf bucket and _count */
+	__u64 busy_ns;			/* probe series: of total_ns, in loop busy time */
+	__u64 idle_ns;
+	__u64 iterations;
+	__u64 stalls;
+	__u64 total_ns;			/* syscall: asleep in it; probe: inside calls */
+	__u64 calls;			/* syscall series: invocations that slept */
+};
+
+struct prom_series {
+	enum prom_kind kind;
+	char *labels;			/* rendered and escaped: comm="..",exe="..",... */
+	struct prom_counts retired;	/* left behind by sources no longer counted live */
+	struct prom_counts total;	/* retired + live contributions, at the last fold */
+	int live;			/* attached threads that have not exited */
+	double dead_since;		/* when live fell to 0; < 0 while alive */
+	struct prom_series *hash_next;
+};
+
+struct prom_source {
+	enum prom_kind kind;
+	__u32 id;		/* a loop thread's tid, an aggregate's pid */
+	__u64 start_ns;		/* a loop thread's start: tids are reused */
+	char key[REPORT_LABEL_LEN];	/* an aggregate's syscall or probe */
+	/*
+	 * A syscall aggregate's process name: the kernel keys them by pid alone,
+	 * so another name under the same pid is another process.
+	 */
+	char comm[LW_COMM_LEN];
+	struct prom_series *series;
+	struct prom_counts base;
+	struct prom_counts last;
+	bool exited;
+	bool seen;
+	bool dropped;		/* its series went after the grace period */
+	struct prom_source *hash_next;
+};
+
+struct prom_registry {
+	bool per_pid;
+	double last_write_s;
+	struct prom_source *sources[PROM_HASH];
+	struct prom_series *series[PROM_HASH];
+	size_t nseries;
+	size_t nlive_threads;
+};
+
+static void counts__from_thread(struct prom_counts *c, const struct loop_thread *t)
+{
+	const struct lw_hist *h = &t->snap.busy_hist;
+
+	memset(c, 0, sizeof(*c));
+	for (size_t i = 0; i < PROM_NBUCKETS; i++)
+		c->le[i] = hist__count_le(h, prom_buckets[i].ns);
+	c->count = hist__count(h);
+	c->busy_ns = t->snap.busy_ns;
+	c->idle_ns = t->snap.idle_ns;
+	c->iterations = t->snap.iterations;
+	c->stalls = t->snap.stalls;
+}
+
+/* dst += a - b */
+static void counts__add_diff(struct prom_counts *dst, const struct prom_counts *a,
+			     const struct prom_counts *b)
+{
+	for (size_t i = 0; i < PROM_NBUCKETS; i++)
+		dst->le[i] += a->le[i] - b->le[i];
+	dst->count += a->count - b->count;
+	dst->busy_ns += a->busy_ns - b->busy_ns;
+	dst->idle_ns += a->idle_ns - b->idle_ns;
+	dst->iterations += a->iterations - b->iterations;
+	dst->stalls += a->stalls - b->stalls;
+	dst->total_ns += a->total_ns - b->total_ns;
+	dst->calls += a->calls - b->calls;
+}
+
+/*
+ * true if any counter of a is below b's: (now, before) says the kernel
+ * record started over, (before, now) that it moved on.
+ */
+static bool counts__any_below(const struct prom_counts *a, const struct prom_counts *b)
+{
+	for (size_t i = 0; i < PROM_NBUCKETS; i++) {
+		if (a->le[i] < b->le[i])
+			return true;
+	}
+	return a->count < b->count || a->busy_ns < b->busy_ns || a->idle_ns < b->idle_ns ||
+	       a->iterations < b->iterations || a->stalls < b->stalls ||
+	       a->total_ns < b->total_ns || a->calls < b->calls;
+}
+
+static unsigned int str__hash(const char *s)
+{
+	unsigned int h = 2166136261u;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h % PROM_HASH;
+}
+
+struct strbuf {
+	char *buf;
+	size_t len;
+	size_t pos;
+};
+
+static void strbuf__put(struct strbuf *sb, const char *s, size_t n)
+{
+	/* truncation keeps the string terminated; a label past 2 KiB is garbage anyway */
+	if (sb->pos + n >= sb->len)
+		n = sb->pos < sb->len - 1 ? sb->len - 1 - sb->pos : 0;
+	memcpy(sb->buf + sb->pos, s, n);
+	sb->pos += n;
+	sb->buf[sb->pos] = '\0';
+}
+
+/* name="value" with the exposition format's escapes; invalid UTF-8 becomes '?' */
+static void strbuf__label(struct strbuf *sb, const char *name, const char *value)
+{
+	const unsigned char *s = (const unsigned char *)value;
+
+	if (sb->pos)
+		strbuf__put(sb, ",", 1);
+	strbuf__put(sb, name, strlen(name));
+	strbuf__put(sb, "=\"", 2);
+	while (*s) {
+		int n = utf8__seq_len(s);
+
+		if (*s == '\\')
+			strbuf__put(sb, "\\\\", 2);
+		else if (*s == '"')
+			strbuf__put(sb, "\\\"", 2);
+		else if (*s == '\n')
+			strbuf__put(sb, "\\n", 2);
+		else if (!n)
+			strbuf__put(sb, "?", 1);
+		else
+			strbuf__put(sb, (const char *)s, (size_t)n);
+		s += n ? n : 1;
+	}
+	strbuf__put(sb, "\"", 1);
+}
+
+static bool char__is_hex(char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+}
+
+bool cgroup__container_id(const char *cgroup, char *id, size_t len)
+{
+	const char *found = NULL, *s = cgroup;
+
+	/*
+	 * docker-ID.scope, /docker/ID, cri-containerd-ID.scope, crio-ID.scope,
+	 * libpod-ID.scope: a run of exactly 64 hex digits after '/', '-' or ':'.
+	 * The last one wins: nested cgroups name the innermost container.
+	 */
+	while (*s) {
+		size_t n = 0;
+
+		while (char__is_hex(s[n]))
+			n++;
+		if (n == 64 && s > cgroup && strchr("/-:", s[-1]))
+			found = s;
+		s += n ? n : 1;
+	}
+	if (!found || len < 65)
+		return false;
+	memcpy(id, found, 64);
+	id[64] = '\0';
+	return true;
+}
+
+static void strbuf__label_u32(struct strbuf *sb, const char *name, __u32 value)
+{
+	char num[16];
+
+	snprintf(num, sizeof(num), "%u", value);
+	strbuf__label(sb, name, num);
+}
+
+/* The labels every family shares: both kinds of series join on them. */
+static void strbuf__process(struct strbuf *sb, const char *comm, const char *exe,
+			    const char *cgroup)
+{
+	char id[65];
+
+	strbuf__label(sb, "comm", comm);
+	strbuf__label(sb, "exe", exe);
+	strbuf__label(sb, "cgroup", cgroup);
+	if (cgroup__container_id(cgroup, id, sizeof(id)))
+		strbuf__label(sb, "container_id", id);
+}
+
+static void labels__build(char *buf, size_t len, const struct loop_thread *t, bool per_pid)
+{
+	struct strbuf sb = { buf, len, 0 };
+
+	buf[0] = '\0';
+	strbuf__process(&sb, t->comm, t->exe, t->cgroup);
+	if (!per_pid)
+		return;
+	strbuf__label_u32(&sb, "pid", t->pid);
+	strbuf__label_u32(&sb, "tid", t->tid);
+}
+
+/*
+ * What the kernel counts per process rather than per thread (the time and
+ * calls of one syscall, or of one probe), in the terms the sink folds.
+ */
+struct prom_agg {
+	enum prom_kind kind;
+	__u32 pid;
+	const char *comm;
+	const char *key;	/* the syscall's or the probe's name */
+	struct prom_counts now;
+};
+
+/* t: a loop thread of the same process, for exe and cgroup; NULL when none is known */
+static void labels__agg(char *buf, size_t len, const struct prom_agg *a,
+			const struct loop_thread *t, bool per_pid)
+{
+	struct strbuf sb = { buf, len, 0 };
+
+	buf[0] = '\0';
+	strbuf__label(&sb, a->kind == PROM_PROBE ? "probe" : "syscall", a->key);
+	strbuf__process(&sb, a->comm, t ? t->exe : "", t ? t->cgroup : "");
+	if (per_pid)
+		strbuf__label_u32(&sb, "pid", a->pid);
+}
+
+static struct prom_series *series__get(struct prom_registry *sp, enum prom_kind kind,
+				       const char *labels)
+{
+	unsigned int h = str__hash(labels);
+	struct prom_series *s;
+
+	for (s = sp->series[h]; s; s = s->hash_next) {
+		if (s->kind == kind && !strcmp(s->labels, labels))
+			return s;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->kind = kind;
+	s->labels = strdup(labels);
+	if (!s->labels) {
+		free(s);
+		return NULL;
+	}
+	s->dead_since = -1;
+	s->hash_next = sp->series[h];
+	sp->series[h] = s;
+	sp->nseries++;
+	return s;
+}
+
+static struct prom_source *source__new(struct prom_registry *sp, unsigned int h,
+				       enum prom_kind kind, __u32 id)
+{
+	struct prom_source *ps = calloc(1, sizeof(*ps));
+
+	if (!ps)
+		return NULL;
+	ps->kind = kind;
+	ps->id = id;
+	ps->hash_next = sp->sources[h];
+	sp->sources[h] = ps;
+	return ps;
+}
+
+static struct prom_source *thread__source(struct prom_registry *sp, const struct loop_thread *t)
+{
+	unsigned int h = t->tid % PROM_HASH;
+	struct prom_source *ps;
+
+	for (ps = sp->sources[h]; ps; ps = ps->hash_next) {
+		if (ps->kind == PROM_LOOP && ps->id == t->tid && ps->start_ns == t->start_ns)
+			return ps;
+	}
+	ps = source__new(sp, h, PROM_LOOP, t->tid);
+	if (ps)
+		ps->start_ns = t->start_ns;
+	return ps;
+}
+
+static bool agg__is_source(const struct prom_agg *a, const struct prom_source *ps)
+{
+	if (ps->kind != a->kind || ps->id != a->pid || strcmp(ps->key, a->key))
+		return false;
+	/*
+	 * A probe's name is no identity: the model sums the kernel records of
+	 * the probes that share its label, each named by whichever thread
+	 * called first. Another program under the pid shows as new labels.
+	 */
+	return a->kind == PROM_PROBE || !strcmp(ps->comm, a->comm);
+}
+
+static struct prom_source *agg__source(struct prom_registry *sp, const struct prom_agg *a)
+{
+	unsigned int h = (a->pid ^ str__hash(a->key)) % PROM_HASH;
+	struct prom_source *ps;
+
+	for (ps = sp->sources[h]; ps; ps = ps->hash_next) {
+		if (agg__is_source(a, ps))
+			return ps;
+	}
+	ps = source__new(sp, h, a->kind, a->pid);
+	if (ps) {
+		snprintf(ps->key, sizeof(ps->key), "%s", a->key);
+		snprintf(ps->comm, sizeof(ps->comm), "%s", a->comm);
+	}
+	return ps;
+}
+
+/* Whatever the source added to its series so far stays there for good. */
+static void source__retire(struct prom_source *ps)
+{
+	if (ps->series)
+		counts__add_diff(&ps->series->retired, &ps->last, &ps->base);
+	ps->base = ps->last;
+}
+
+static void source__fold(struct prom_registry *sp, struct prom_source *ps, const char *labels,
+			 const struct prom_counts *now, bool exited)
+{
+	static struct prom_counts zero;
+	struct prom_series *s;
+
+	ps->seen = true;
+	ps->exited = exited;
+	if (ps->dropped) {
+		/*
+		 * Counters that move again are a process still there (one with
+		 * no loop thread, quiet for the grace period): it counts anew,
+		 * from here, in a new series.
+		 */
+		if (!counts__any_below(&ps->last, now))
+			return;
+		ps->dropped = false;
+	}
+	s = series__get(sp, ps->kind, labels);
+	if (!s)
+		return;
+	if (counts__any_below(now, &ps->last)) {
+		/*
+		 * The kernel record was recreated: its counts start from zero
+		 * again. A probe's are a sum of records, and when only some
+		 * went the rest were counted already: only what comes after
+		 * is new (the eviction loses one interval, never counts twice).
+		 */
+		source__retire(ps);
+		ps->base = ps->last = ps->kind == PROM_PROBE ? *now : zero;
+	}
+	if (ps->series != s) {
+		/* a new source, or a renamed one: it counts in the new series from here */
+		source__retire(ps);
+		ps->series = s;
+	}
+	ps->last = *now;
+}
+
+static void thread__fold(struct prom_registry *sp, const struct loop_thread *t)
+{
+	char labels[PROM_LABELS_LEN];
+	struct prom_source *ps = thread__source(sp, t);
+	struct prom_counts now;
+
+	if (!ps)
+		return;
+	labels__build(labels, sizeof(labels), t, sp->per_pid);
+	counts__from_thread(&now, t);
+	source__fold(sp, ps, labels, &now, t->exited);
+}
+
+static int thread__cmp_pid(const void *a, const void *b)
+{
+	const struct loop_thread *x = *(struct loop_thread *const *)a;
+	const struct loop_thread *y = *(struct loop_thread *const *)b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	/* live threads first: their exe and cgroup are the process's current ones */
+	return (int)x->exited - (int)y->exited;
+}
+
+/*
+ * The loop thread that names an aggregate's process: one with its pid,
+ * preferably of the same name (an exited process whose pid was reused may
+ * still be in the model), preferably alive. v is sorted by thread__cmp_pid.
+ */
+static const struct loop_thread *threads__of_process(struct loop_thread **v, size_t n,
+						     __u32 pid, const char *comm)
+{
+	const struct loop_thread *any = NULL;
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid]->pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i < n && v[i]->pid == pid; i++) {
+		if (!strcmp(v[i]->comm, comm))
+			return v[i];
+		if (!any)
+			any = v[i];
+	}
+	return any;
+}
+
+static void agg__fold(struct prom_registry *sp, struct prom_agg *a, struct loop_thread **by_pid,
+		      size_t n)
+{
+	const struct loop_thread *t = threads__of_process(by_pid, n, a->pid, a->comm);
+	char labels[PROM_LABELS_LEN];
+	struct prom_source *ps;
+	bool alive;
+
+	/*
+	 * A probe record is named by the thread that called first, a loop
+	 * series by its process: the process's name lets the two join.
+	 */
+	if (t && a->kind == PROM_PROBE)
+		a->comm = t->comm;
+	ps = agg__source(sp, a);
+	if (!ps)
+		return;
+	/*
+	 * The kernel keeps the aggregate after the process is gone, the model
+	 * forgets its threads sooner: without a thread to ask, the labels stay
+	 * those it counted under, or the series would move to exe="".
+	 */
+	if (!t && ps->series)
+		snprintf(labels, sizeof(labels), "%s", ps->series->labels);
+	else
+		labels__agg(labels, sizeof(labels), a, t, sp->per_pid);
+	/* probes fire in processes with no loop thread too: counting is living */
+	alive = (t && !t->exited) || counts__any_below(&ps->last, &a->now);
+	source__fold(sp, ps, labels, &a->now, !alive);
+}
+
+static void syscall__fold(struct prom_registry *sp, const struct syscall_agg *sc,
+			  struct loop_thread **by_pid, size_t n)
+{
+	struct prom_agg a = { PROM_SYSCALL, sc->pid, sc->comm, sc->name, {} };
+
+	a.now.total_ns = sc->total_ns;
+	a.now.calls = sc->count;
+	agg__fold(sp, &a, by_pid, n);
+}
+
+static void probe__fold(struct prom_registry *sp, const struct probe_agg *pr,
+			struct loop_thread **by_pid, size_t n)
+{
+	struct prom_agg a = { PROM_PROBE, pr->pid, pr->comm, pr->label, {} };
+
+	a.now.total_ns = pr->total_ns;
+	a.now.calls = pr->calls;
+	a.now.busy_ns = pr->busy_ns;
+	agg__fold(sp, &a, by_pid, n);
+}
+
+static void aggs__fold(struct prom_registry *sp, const struct model *m)
+{
+	struct loop_thread **by_pid = NULL;
+	size_t n = 0;
+
+	if (!m->nsyscalls && !m->nprobes)
+		return;
+	/*
+	 * Without the index every aggregate is still folded (known ones keep
+	 * their labels): one left unseen would be retired, then counted again
+	 * in full when it is next seen.
+	 */
+	if (m->nthreads)
+		by_pid = malloc(m->nthreads * sizeof(*by_pid));
+	if (by_pid) {
+		n = m->nthreads;
+		memcpy(by_pid, m->threads, n * sizeof(*by_pid));
+		qsort(by_pid, n, sizeof(*by_pid), thread__cmp_pid);
+	}
+	for (size_t i = 0; i < m->nsyscalls; i++)
+		syscall__fold(sp, &m->syscalls[i], by_pid, n);
+	for (size_t i = 0; i < m->nprobes; i++)
+		probe__fold(sp, &m->probes[i], by_pid, n);
+	free(by_pid);
+}
+
+static void source__free_unseen(struct prom_registry *sp)
+{
+	for (unsigned int h = 0; h < PROM_HASH; h++) {
+		struct prom_source **pp = &sp->sources[h];
+
+		while (*pp) {
+			struct prom_source *ps = *pp;
+
+			if (ps->seen) {
+				pp = &ps->hash_next;
+				continue;
+			}
+			/*
+			 * Gone from the model, or evicted from the kernel's LRU:
+			 * its counters can only be kept as retired.
+			 */
+			source__retire(ps);
+			*pp = ps->hash_next;
+			free(ps);
+		}
+	}
+}
+
+static void series__sum(struct prom_registry *sp, double now_s)
+{
+	for (unsigned int h = 0; h < PROM_HASH; h++) {
+		for (struct prom_series *s = sp->series[h]; s; s = s->hash_next) {
+			s->total = s->retired;
+			s->live = 0;
+		}
+	}
+	sp->nlive_threads = 0;
+	for (unsigned int h = 0; h < PROM_HASH; h++) {
+		for (struct prom_source *ps = sp->sources[h]; ps; ps = ps->hash_next) {
+			if (!ps->series)
+				continue;
+			counts__add_diff(&ps->series->total, &ps->last, &ps->base);
+			if (ps->exited)
+				continue;
+			ps->series->live++;
+			if (ps->kind == PROM_LOOP)
+				sp->nlive_threads++;
+		}
+	}
+	for (unsigned int h = 0; h < PROM_HASH; h++) {
+		for (struct prom_series *s = sp->series[h]; s; s = s->hash_next) {
+			if (s->live)
+				s->dead_since = -1;
+			else if (s->dead_since < 0)
+				s->dead_since = now_s;
+		}
+	}
+}
+
+static void series__drop(struct prom_registry *sp, struct prom_series *victim)
+{
+	struct prom_series **pp = &sp->series[str__hash(victim->labels)];
+
+	for (unsigned int h = 0; h < PROM_HASH; h++) {
+		for (struct prom_source *ps = sp->sources[h]; ps; ps = ps->hash_next) {
+			if (ps->series == victim) {
+				ps->series = NULL;
+				ps->dropped = true;
+			}
+		}
+	}
+	for (; *pp; pp = &(*pp)->hash_next) {
+		if (*pp == victim) {
+			*pp = victim->hash_next;
+			break;
+		}
+	}
+	free(victim->labels);
+	free(victim);
+	sp->nseries--;
+}
+
+static struct prom_series *series__longest_dead(struct prom_registry *sp, double before_s)
+{
+	struct prom_series *oldest = NULL;
+
+	for (unsigned int h = 0; h < PROM_HASH; h++) {
+		for (struct prom_series *s = sp->series[h]; s; s = s->hash_next) {
+			if (s->dead_since < 0 || s->dead_since > before_s)
+				continue;
+			if (!oldest || s->dead_since < oldest->dead_since)
+				oldest = s;
+		}
+	}
+	return oldest;
+}
+
+/*
+ * Per-pid series name processes that are gone: they go after the grace
+ * period. Aggregate series must stay monotonic, so they only go when there
+ * are too many to keep.
+ */
+static void series__expire(struct prom_registry *sp, double now_s)
+{
+	struct prom_series *s;
+
+	if (sp->per_pid) {
+		while ((s = series__longest_dead(sp, now_s - PROM_GRACE_S)))
+			series__drop(sp, s);
+	}
+	while (sp->nseries > PROM_MAX_SERIES && (s = series__longest_dead(sp, now_s)))
+		series__drop(sp, s);
+}
+
+static void prom_registry__fold(struct prom_registry *sp, const struct model *m, double now_s)
+{
+	for (unsigned int h = 0; h < PROM_HASH; h++) {
+		for (struct prom_source *ps = sp->sources[h]; ps; ps = ps->hash_next)
+			ps->seen = false;
+	}
+	for (size_t i = 0; i < m->nthreads; i++)
+		thread__fold(sp, m->threads[i]);
+	aggs__fold(sp, m);
+	source__free_unseen(sp);
+	series__sum(sp, now_s);
+	series__expire(sp, now_s);
+}
+
+static int series__cmp(const void *a, const void *b)
+{
+	const struct prom_series *x = *(struct prom_series *const *)a;
+	const struct prom_series *y = *(struct prom_series *const *)b;
+
+	return strcmp(x->labels, y->labels);
+}
+
+/* Stable output order makes successive files diffable. */
+static struct prom_series **series__sorted(struct prom_registry *sp, enum prom_kind kind, size_t *n)
+{
+	struct prom_series **v = calloc(sp->nseries + 1, sizeof(*v));
+	size_t k = 0;
+
+	*n = 0;
+	if (!v)
+		return NULL;
+	for (unsigned int h = 0; h < PROM_HASH; h++) {
+		for (struct prom_series *s = sp->series[h]; s && k < sp->nseries; s = s->hash_next) {
+			if (s->kind == kind)
+				v[k++] = s;
+		}
+	}
+	qsort(v, k, sizeof(*v), series__cmp);
+	*n = k;
+	return v;
+}
+
+/* Exact decimal seconds: a double would round large totals unevenly. */
+static void seconds__print(FILE *out, __u64 ns)
+{
+	fprintf(out, "%llu.%09llu", (unsigned long long)(ns / 1000000000ULL),
+		(unsigned long long)(ns % 1000000000ULL));
+}
+
+static void family__header(FILE *out, const char *name, const char *type, const char *help)
+{
+	fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void family__histogram(FILE *out, struct prom_series **v, size_t n)
+{
+	const char *name = "loopwatch_loop_iteration_seconds";
+
+	family__header(out, name, "histogram",
+		       "Busy time of event-loop iterations: from the return of a wait call "
+		       "to the next wait call.");
+	for (size_t i = 0; i < n; i++) {
+		const struct prom_counts *c = &v[i]->total;
+
+		for (size_t b = 0; b < PROM_NBUCKETS; b++)
+			fprintf(out, "%s_bucket{%s,le=\"%s\"} %llu\n", name, v[i]->labels,
+				prom_buckets[b].le, (unsigned long long)c->le[b]);
+		fprintf(out, "%s_bucket{%s,le=\"+Inf\"} %llu\n", name, v[i]->labels,
+			(unsigned long long)c->count);
+		fprintf(out, "%s_sum{%s} ", name, v[i]->labels);
+		seconds__print(out, c->busy_ns);
+		fprintf(out, "\n%s_count{%s} %llu\n", name, v[i]->labels,
+			(unsigned long long)c->count);
+	}
+}
+
+enum prom_field { F_BUSY, F_IDLE, F_ITERATIONS, F_STALLS, F_TOTAL, F_CALLS };
+
+/* The counter families in the order they are written: one field of one kind's series. */
+static const struct prom_family {
+	enum prom_kind kind;
+	enum prom_field field;
+	const char *name;
+	const char *help;
+} prom_counters[] = {
+	{ PROM_LOOP, F_BUSY, "loopwatch_loop_busy_seconds_total",
+	  "Time event loops spent between wait calls (handling events)." },
+	{ PROM_LOOP, F_IDLE, "loopwatch_loop_idle_seconds_total",
+	  "Time event loops spent inside wait calls." },
+	{ PROM_LOOP, F_ITERATIONS, "loopwatch_loop_iterations_total",
+	  "Event-loop iterations (wait calls that returned and were followed by another)." },
+	{ PROM_LOOP, F_STALLS, "loopwatch_stalls_total",
+	  "Loop iterations at or over the stall threshold (--threshold)." },
+	{ PROM_SYSCALL, F_TOTAL, "loopwatch_blocking_syscall_seconds_total",
+	  "Time loop threads slept inside a syscall while handling events (between two wait "
+	  "calls), per process and syscall; page_fault is a sleep outside any syscall." },
+	{ PROM_SYSCALL, F_CALLS, "loopwatch_blocking_syscalls_total",
+	  "Syscall invocations that put a loop thread to sleep while handling events, per "
+	  "process and syscall." },
+	{ PROM_PROBE, F_TOTAL, "loopwatch_probe_seconds_total",
+	  "Time inside calls of a probed function (--list-probes, --probe), per process and "
+	  "probe; a call nested in another probed call counts once." },
+	{ PROM_PROBE, F_CALLS, "loopwatch_probe_calls_total",
+	  "Calls of a probed function, per process and probe." },
+	{ PROM_PROBE, F_BUSY, "loopwatch_probe_busy_seconds_total",
+	  "Of loopwatch_probe_seconds_total, the time inside the busy periods of loop threads: "
+	  "over loopwatch_loop_busy_seconds_total, the share of loop busy time." },
+};
+#define PROM_NCOUNTERS (sizeof(prom_counters) / sizeof(prom_counters[0]))
+
+static void family__counter(FILE *out, struct prom_series **v, size_t n,
+			    const struct prom_family *f)
+{
+	family__header(out, f->name, "counter", f->help);
+	for (size_t i = 0; i < n; i++) {
+		const struct prom_counts *c = &v[i]->total;
+
+		fprintf(out, "%s{%s} ", f->name, v[i]->labels);
+		switch (f->field) {
+		case F_BUSY:
+			seconds__print(out, c->busy_ns);
+			break;
+		case F_IDLE:
+			seconds__print(out, c->idle_ns);
+			break;
+		case F_ITERATIONS:
+			fprintf(out, "%llu", (unsigned long long)c->iterations);
+			break;
+		case F_STALLS:
+			fprintf(out, "%llu", (unsigned long long)c->stalls);
+			break;
+		case F_TOTAL:
+			seconds__print(out, c->total_ns);
+			break;
+		case F_CALLS:
+			fprintf(out, "%llu", (unsigned long long)c->calls);
+			break;
+		}
+		fputc('\n', out);
+	}
+}
+
+static void family__self(FILE *out, const struct prom_registry *sp, const struct model *m)
+{
+	family__header(out, "loopwatch_build_info", "gauge",
+		       "Always 1; the version of loopwatch in a label.");
+	fprintf(out, "loopwatch_build_info{version=\"%s\"} 1\n", LOOPWATCH_VERSION);
+	family__header(out, "loopwatch_last_write_duration_seconds", "gauge",
+		       "How long the previous write of this file took.");
+	fprintf(out, "loopwatch_last_write_duration_seconds %.6f\n", sp->last_write_s);
+	family__header(out, "loopwatch_loop_threads_tracked", "gauge",
+		       "Loop threads alive and traced.");
+	fprintf(out, "loopwatch_loop_threads_tracked %zu\n", sp->nlive_threads);
+	family__header(out, "loopwatch_events_dropped_total", "counter",
+		       "Events (stalls, blocking calls) lost to a full ring buffer.");
+	fprintf(out, "loopwatch_events_dropped_total %llu\n",
+		(unsigned long long)m->events_dropped);
+	family__header(out, "loopwatch_loop_map_full_total", "counter",
+		       "Loop records the kernel failed to create. The table is an LRU: when "
+		       "full it drops the least recently active loop instead, uncounted.");
+	fprintf(out, "loopwatch_loop_map_full_total %llu\n", (unsigned long long)m->loops_full);
+}
+
+void prom_registry__set_write_time(struct prom_registry *sp, double seconds)
+{
+	sp->last_write_s = seconds;
+}
+
+void prom_registry__render(struct prom_registry *sp, const struct model *m, double now_s, FILE *out)
+{
+	enum prom_kind kind = PROM_LOOP;
+	struct prom_series **v;
+	size_t n;
+
+	prom_registry__fold(sp, m, now_s);
+	v = series__sorted(sp, kind, &n);
+	family__histogram(out, v, n);
+	for (size_t i = 0; i < PROM_NCOUNTERS; i++) {
+		if (prom_counters[i].kind != kind) {
+			kind = prom_counters[i].kind;
+			free(v);
+			v = series__sorted(sp, kind, &n);
+		}
+		family__counter(out, v, n, &prom_counters[i]);
+	}
+	free(v);
+	family__self(out, sp, m);
+}
+
+struct prom_registry *prom_registry__new(bool per_pid)
+{
+	struct prom_registry *sp = calloc(1, sizeof(*sp));
+
+	if (sp)
+		sp->per_pid = per_pid;
+	return sp;
+}
+
+void prom_registry__free(struct prom_registry *sp)
+{
+	if (!sp)
+		return;
+	for (unsigned int h = 0; h < PROM_HASH; h++) {
+		while (sp->sources[h]) {
+			struct prom_source *ps = sp->sources[h];
+
+			sp->sources[h] = ps->hash_next;
+			free(ps);
+		}
+		while (sp->series[h]) {
+			struct prom_series *s = sp->series[h];
+
+			sp->series[h] = s->hash_next;
+			free(s->labels);
+			free(s);
+		}
+	}
+	free(sp);
+}

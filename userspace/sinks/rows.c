@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <stdio.h>
+#include <time.h>
+#include "sinks/rows.h"
+
+void time__format(char *buf, size_t len, double ts)
+{
+	time_t secs = (time_t)ts;
+	struct tm tm;
+
+	localtime_r(&secs, &tm);
+	strftime(buf, len, "%H:%M:%S", &tm);
+}
+
+const char *loop_row__header(void)
+{
+	return "    PID     TID COMM            THREAD           ITER/s  UTIL%    P50ms    P90ms"
+	       "    P99ms  P99.9ms    MAXms";
+}
+
+void loop_row__format(char *buf, size_t len, const struct loop_thread *t,
+		      const struct loop_view *v, double seconds)
+{
+	double rate = seconds > 0 ? (double)v->iterations / seconds : 0;
+
+	int n = snprintf(buf, len, "%7u %7u %-15s %-15s %7.0f %6.1f %8.3f %8.3f %8.3f %8.3f %8.3f",
+			 t->pid, t->tid, t->comm, t->thread, rate,
+			 100.0 * loop_view__utilization(v), ms(v->lag.p50_ns), ms(v->lag.p90_ns),
+			 ms(v->lag.p99_ns), ms(v->lag.p999_ns), ms(v->lag.max_ns));
+
+	/* still inside an iteration longer than an interval: hung, or nearly */
+	if (t->busy_now_ns >= 1000000000ull && n > 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n, "  STUCK %.1fs", (double)t->busy_now_ns / 1e9);
+}
+
+/*
+ * An 80-column terminal cannot hold the full row (~106 columns) and would
+ * cut off p99 and max, the columns rows are sorted by: drop the tid and
+ * share one column between process and thread names there.
+ */
+const char *loop_row__compact_header(void)
+{
+	return "    PID COMM/THREAD       ITER/s UTIL%   P50ms   P90ms   P99ms P99.9ms   MAXms";
+}
+
+void loop_row__compact(char *buf, size_t len, const struct loop_thread *t,
+		       const struct loop_view *v, double seconds)
+{
+	char names[2 * LW_COMM_LEN + 2];
+
+	snprintf(names, sizeof(names), "%s/%s", t->comm, t->thread);
+	snprintf(buf, len, "%7u %-16.16s %7.0f %5.1f %7.2f %7.2f %7.2f %7.2f %7.2f", t->pid, names,
+		 seconds > 0 ? (double)v->iterations / seconds : 0,
+		 100.0 * loop_view__utilization(v), ms(v->lag.p50_ns), ms(v->lag.p90_ns),
+		 ms(v->lag.p99_ns), ms(v->lag.p999_ns), ms(v->lag.max_ns));
+}
+
+const char *offender_row__header(void)
+{
+	return "    PID COMM             STALLS   TOTALms CAUSE    TOP FRAMES";
+}
+
+void offender_row__format(char *buf, size_t len, const struct offender *o)
+{
+	snprintf(buf, len, "%7u %-15s %7llu %9.1f %-8s %s", o->pid, o->comm,
+		 (unsigned long long)o->count, ms(o->total_ns),
+		 stall_cause__name(offender__cause(o)), o->top);
+}
+
+const char *probe_row__header(void)
+{
+	return "    PID COMM            PROBE                    CALLS   TOTALms  %BUSY    P50ms"
+	       "    P99ms    MAXms";
+}
+
+void probe_row__format(char *buf, size_t len, const struct probe_agg *a)
+{
+	snprintf(buf, len, "%7u %-15s %-22s %8llu %9.1f %6.1f %8.3f %8.3f %8.3f", a->pid, a->comm,
+		 a->label, (unsigned long long)a->calls, ms(a->total_ns), 100.0 * a->busy_share,
+		 ms(a->lat.p50_ns), ms(a->lat.p99_ns), ms(a->lat.max_ns));
+}
+
+const char *syscall_row__header(void)
+{
+	return "    PID COMM            SYSCALL                 COUNT  BLOCKEDms    P50ms    P99ms"
+	       "    MAXms";
+}
+
+void syscall_row__format(char *buf, size_t len, const struct syscall_agg *a)
+{
+	snprintf(buf, len, "%7u %-15s %-20s %8llu %10.1f %8.3f %8.3f %8.3f", a->pid, a->comm,
+		 a->name, (unsigned long long)a->count, ms(a->total_ns), ms(a->lat.p50_ns),
+		 ms(a->lat.p99_ns), ms(a->lat.max_ns));
+}

@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Plain text, appended: a table per interval, a line per event, a summary at the end. */
+#include <stdlib.h>
+#include "sinks/rows.h"
+#include "sinks/sink.h"
+#include "sinks/text.h"
+
+/* rows of each table in the summary */
+#define TEXT_SUMMARY_ROWS 20
+
+static bool text__wanted(const struct sink_config *cfg)
+{
+	return !cfg->json && !cfg->quiet && !cfg->tty;
+}
+
+static int text__open(struct sink *s, const struct sink_config *cfg, char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	s->priv = cfg->out;
+	return 0;
+}
+
+static void text__interval(struct sink *s, const struct model *m, double ts)
+{
+	FILE *out = s->priv;
+	char when[16], row[256];
+	size_t n;
+	struct loop_thread **v = model__sorted(m, false, &n);
+
+	time__format(when, sizeof(when), ts);
+	fprintf(out, "%s  %zu active loop threads\n%s\n", when, n, loop_row__header());
+	for (size_t i = 0; v && i < n; i++) {
+		loop_row__format(row, sizeof(row), v[i], &v[i]->interval, m->interval_s);
+		fprintf(out, "%s\n", row);
+	}
+	fputc('\n', out);
+	free(v);
+	fflush(out);
+}
+
+static void text__stall(struct sink *s, const struct stall_report *r)
+{
+	FILE *out = s->priv;
+	char when[16];
+
+	time__format(when, sizeof(when), r->ts);
+	fprintf(out, "%s STALL %u/%u %s/%s %.1f ms: cpu %.1f blocked %.1f runq %.1f ms; %s: %s\n",
+		when, r->pid, r->tid, r->comm, r->thread, ms(r->duration_ns), ms(r->oncpu_ns),
+		ms(r->blocked_ns), ms(r->runq_ns), stall_cause__name(r->cause), r->top);
+	fflush(out);
+}
+
+static void text__block(struct sink *s, const struct block_report *r)
+{
+	FILE *out = s->priv;
+	char when[16];
+
+	time__format(when, sizeof(when), r->ts);
+	fprintf(out, "%s BLOCK %u/%u %s %s %.1f ms%s%s\n", when, r->pid, r->tid, r->comm,
+		r->syscall, ms(r->duration_ns), r->path[0] ? " " : "", r->path);
+	fflush(out);
+}
+
+static void text__probe(struct sink *s, const struct probe_report *r)
+{
+	FILE *out = s->priv;
+	char when[16];
+
+	time__format(when, sizeof(when), r->ts);
+	fprintf(out, "%s PROBE %u/%u %s %s %.1f ms\n", when, r->pid, r->tid, r->comm, r->label,
+		ms(r->duration_ns));
+	fflush(out);
+}
+
+static void probes__print(FILE *out, const struct model *m)
+{
+	char row[256];
+
+	if (!m->nprobes)
+		return;
+	fprintf(out, "\nProbed functions (%%BUSY: share of the process's loop busy time):\n%s\n",
+		probe_row__header());
+	for (size_t i = 0; i < m->nprobes && i < TEXT_SUMMARY_ROWS; i++) {
+		probe_row__format(row, sizeof(row), &m->probes[i]);
+		fprintf(out, "%s\n", row);
+	}
+}
+
+static void syscalls__print(FILE *out, const struct model *m)
+{
+	char row[256];
+
+	if (!m->nsyscalls)
+		return;
+	fprintf(out, "\nBlocking syscalls of loop threads (inside busy periods):\n%s\n",
+		syscall_row__header());
+	for (size_t i = 0; i < m->nsyscalls && i < TEXT_SUMMARY_ROWS; i++) {
+		syscall_row__format(row, sizeof(row), &m->syscalls[i]);
+		fprintf(out, "%s\n", row);
+	}
+}
+
+static void offenders__print(FILE *out, const struct model *m)
+{
+	char row[512];
+	size_t n;
+	struct offender *v = model__offenders(m, 0, &n);
+
+	if (!v || !n) {
+		free(v);
+		return;
+	}
+	fprintf(out, "\nTop offenders (stalls by culprit):\n%s\n", offender_row__header());
+	for (size_t i = 0; i < n && i < TEXT_SUMMARY_ROWS; i++) {
+		offender_row__format(row, sizeof(row), &v[i]);
+		fprintf(out, "%s\n", row);
+	}
+	free(v);
+}
+
+void text__summary_print(FILE *out, const struct model *m)
+{
+	struct loop_view sum;
+	char row[256];
+	size_t n;
+	struct loop_thread **v = model__sorted(m, true, &n);
+
+	fprintf(out, "Summary: %zu loop threads over %.1f s\n%s\n", n, m->run_s,
+		loop_row__header());
+	for (size_t i = 0; v && i < n; i++) {
+		loop_thread__summary(v[i], &sum);
+		loop_row__format(row, sizeof(row), v[i], &sum, m->run_s);
+		fprintf(out, "%s\n", row);
+	}
+	free(v);
+	syscalls__print(out, m);
+	probes__print(out, m);
+	offenders__print(out, m);
+	fflush(out);
+}
+
+static int text__summary(struct sink *s, const struct model *m, double ts)
+{
+	(void)ts;
+	text__summary_print(s->priv, m);
+	return 0;
+}
+
+static void text__close(struct sink *s)
+{
+	(void)s;
+}
+
+const struct sink_ops text_sink = {
+	.name = "text",
+	.wanted = text__wanted,
+	.open = text__open,
+	.interval = text__interval,
+	.stall = text__stall,
+	.block = text__block,
+	.probe = text__probe,
+	.summary = text__summary,
+	.close = text__close,
+};

@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include "symbols/frame.h"
+
+int frame__format(const struct frame *f, char *buf, size_t len)
+{
+	int fn_len, mod_len, file_len;
+	const char *fn;
+
+	if (!f || (!buf && len))
+		return -1;
+	/* the frame may come from elsewhere: never trust its NUL termination */
+	fn_len = (int)strnlen(f->func, sizeof(f->func));
+	mod_len = (int)strnlen(f->module, sizeof(f->module));
+	file_len = (int)strnlen(f->file, sizeof(f->file));
+	fn = f->func;
+	if (!fn_len) {
+		fn = "[unknown]";
+		fn_len = (int)strlen(fn);
+	}
+	if (f->kind == FRAME_PYTHON && file_len)
+		return snprintf(buf, len, "%.*s (%.*s:%d)", fn_len, fn, file_len, f->file,
+				f->line);
+	if (f->func[0]) {
+		if (mod_len)
+			return snprintf(buf, len, "%.*s+0x%" PRIx64 " (%.*s)", fn_len, fn,
+					f->offset, mod_len, f->module);
+		return snprintf(buf, len, "%.*s+0x%" PRIx64, fn_len, fn, f->offset);
+	}
+	if (mod_len)
+		return snprintf(buf, len, "%.*s (%.*s)", fn_len, fn, mod_len, f->module);
+	return snprintf(buf, len, "%.*s", fn_len, fn);
+}

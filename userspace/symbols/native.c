@@ -1,0 +1,869 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Native symbols: address to function name for user and kernel stacks.
+ *
+ * Layout of the caches:
+ *  - one struct sym_file per distinct file (st_dev, st_ino, size, mtime),
+ *    shared by every process that maps it and refcounted by the mappings
+ *    that point at it; unreferenced ones are kept for reuse up to
+ *    MAX_IDLE_FILES and evicted least-recently-used first.
+ *  - one struct sym_proc per (pid, start time): the files resolved for the
+ *    process's current maps snapshot (the maps themselves belong to
+ *    proc/); at most MAX_PROCS, evicted least-recently-used first.
+ *  - /proc/kallsyms, parsed once on the first kernel address.
+ *
+ * Everything that comes from the target (maps lines, ELF contents, stat)
+ * is untrusted: every length and index is checked before use.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "proc/elf.h"
+#include "proc/procs.h"
+#include "symbols/native.h"
+
+#define MAX_PROCS		1024
+#define MAX_IDLE_FILES		128
+#define MAX_KALLSYMS_BYTES	(256u << 20)
+#define MAX_ELF_BYTES		(4ull << 30)
+#define MAX_VDSO_BYTES		(64u << 10)
+/* bounds the backwards scan for an enclosing symbol on hostile tables */
+#define MAX_WALK_BACK		256
+/* kallsyms has no sizes: beyond this, "nearest preceding" is a guess */
+#define MAX_KSYM_OFFSET		(1u << 20)
+/* below mmap_min_addr nothing can be mapped: no point re-reading maps */
+#define MIN_USER_ADDR		4096u
+#define SYM_NAME_MAX		(sizeof(((struct frame *)0)->func))
+
+struct sym {
+	uint64_t addr;
+	uint64_t size;
+	uint64_t max_end;	/* highest addr + size of this and all earlier syms */
+	uint32_t name;		/* offset into symtab.names */
+	uint16_t mod;		/* kernel only: index into ksyms module table */
+	uint8_t rank;		/* lower wins when several symbols share an address */
+	uint8_t is_func;
+};
+
+struct symtab {
+	struct sym *syms;
+	size_t n;
+	size_t cap;
+	char *names;
+	size_t names_len;
+	size_t names_cap;
+};
+
+struct sym_file {
+	struct sym_file *next;
+	/* identity */
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+	bool is_vdso;		/* then ino holds a hash of the image */
+
+	unsigned int refs;
+	uint64_t last_used;
+	struct symtab tab;
+	struct elf_segment *segs;
+	size_t nsegs;
+};
+
+/* What one mapping of a process resolved to. */
+struct sym_map {
+	bool resolved;		/* file lookup attempted (file may still be NULL) */
+	struct sym_file *file;
+};
+
+/* The files of one process's maps snapshot. */
+struct sym_proc {
+	int pid;
+	uint64_t start_time;
+	uint64_t last_used;
+	struct proc_maps *maps;	/* a reference, kept as long as this entry */
+	struct sym_map *v;	/* one per maps->v[i] */
+};
+
+struct symbolizer {
+	struct procs *procs;
+	struct sym_proc *sprocs[MAX_PROCS];
+	size_t nsprocs;
+	struct sym_file *files;
+	uint64_t tick;
+
+	bool ksyms_tried;
+	struct symtab ksyms;
+	uint32_t *kmods;	/* name offsets into ksyms.names; [0] is the core kernel */
+	size_t nkmods;
+};
+
+/* ------------------------------------------------------------------ */
+/* small helpers */
+
+static void str__copy(char *dst, size_t size, const char *src)
+{
+	size_t len;
+
+	if (!size)
+		return;
+	len = src ? strnlen(src, size - 1) : 0;
+	memcpy(dst, src ? src : "", len);
+	dst[len] = '\0';
+}
+
+/* ------------------------------------------------------------------ */
+/* symbol tables */
+
+static void symtab__free(struct symtab *t)
+{
+	free(t->syms);
+	free(t->names);
+	memset(t, 0, sizeof(*t));
+}
+
+static bool symtab__add(struct symtab *t, uint64_t addr, uint64_t size, const char *name,
+			size_t name_len, uint8_t rank, bool is_func, uint16_t mod)
+{
+	struct sym *sym;
+	void *tmp;
+	size_t need;
+
+	if (name_len >= SYM_NAME_MAX)
+		name_len = SYM_NAME_MAX - 1;	/* frame.func could not hold more */
+	if (t->names_len > UINT32_MAX - SYM_NAME_MAX)
+		return false;
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 1024;
+
+		tmp = realloc(t->syms, cap * sizeof(*t->syms));
+		if (!tmp)
+			return false;
+		t->syms = tmp;
+		t->cap = cap;
+	}
+	need = t->names_len + name_len + 1;
+	if (need > t->names_cap) {
+		size_t cap = t->names_cap ? t->names_cap : 16384;
+
+		while (cap < need)
+			cap *= 2;
+		tmp = realloc(t->names, cap);
+		if (!tmp)
+			return false;
+		t->names = tmp;
+		t->names_cap = cap;
+	}
+	sym = &t->syms[t->n++];
+	sym->addr = addr;
+	sym->size = size;
+	sym->max_end = 0;
+	sym->name = (uint32_t)t->names_len;
+	sym->mod = mod;
+	sym->rank = rank;
+	sym->is_func = is_func;
+	memcpy(t->names + t->names_len, name, name_len);
+	t->names[t->names_len + name_len] = '\0';
+	t->names_len = need;
+	return true;
+}
+
+static int sym__cmp(const void *a, const void *b)
+{
+	const struct sym *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	if (x->size != y->size)
+		return x->size > y->size ? -1 : 1;
+	/* name offsets follow table order: keeps the sort deterministic */
+	return x->name < y->name ? -1 : x->name > y->name;
+}
+
+/*
+ * Sort once, keep only the best-ranked symbol per address and record the
+ * running maximum end so lookups know when to stop scanning backwards.
+ */
+static void symtab__finish(struct symtab *t)
+{
+	uint64_t max_end = 0, end;
+	size_t i, out = 0;
+	void *tmp;
+
+	if (!t->n)
+		return;
+	qsort(t->syms, t->n, sizeof(*t->syms), sym__cmp);
+	for (i = 0; i < t->n; i++) {
+		if (out && t->syms[out - 1].addr == t->syms[i].addr)
+			continue;
+		t->syms[out++] = t->syms[i];
+	}
+	t->n = out;
+	for (i = 0; i < t->n; i++) {
+		end = t->syms[i].addr + t->syms[i].size;
+		if (end < t->syms[i].addr)
+			end = UINT64_MAX;
+		if (end > max_end)
+			max_end = end;
+		t->syms[i].max_end = max_end;
+	}
+	tmp = realloc(t->syms, t->n * sizeof(*t->syms));
+	if (tmp) {
+		t->syms = tmp;
+		t->cap = t->n;
+	}
+}
+
+/*
+ * Greatest start <= v. A sized symbol only covers [addr, addr + size); a
+ * sized FUNC covering v beats anything else, and a size-0 symbol (asm
+ * labels, kallsyms) covers everything up to the next symbol.
+ */
+static const struct sym *symtab__find(const struct symtab *t, uint64_t v)
+{
+	const struct sym *cand, *cover = NULL, *s;
+	size_t lo = 0, hi = t->n, mid, j, steps;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (t->syms[mid].addr <= v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	cand = &t->syms[lo - 1];
+	for (j = lo - 1, steps = 0; steps < MAX_WALK_BACK; j--, steps++) {
+		s = &t->syms[j];
+		if (s->max_end <= v)
+			break;
+		if (s->size && v - s->addr < s->size) {
+			if (s->is_func)
+				return s;
+			if (!cover)
+				cover = s;
+		}
+		if (!j)
+			break;
+	}
+	if (cover)
+		return cover;
+	return cand->size ? NULL : cand;
+}
+
+/* ------------------------------------------------------------------ */
+/* ELF files */
+
+static uint8_t elf__rank(unsigned char type, unsigned char bind, bool *is_func)
+{
+	uint8_t rank;
+
+	*is_func = type == STT_FUNC || type == STT_GNU_IFUNC;
+	if (*is_func)
+		rank = 0;
+	else if (type == STT_NOTYPE)
+		rank = 1;
+	else
+		rank = 2;
+	rank *= 4;
+	if (bind == STB_WEAK)
+		rank += 1;
+	else if (bind != STB_GLOBAL)
+		rank += 2;
+	return rank;
+}
+
+struct symtab_load {
+	struct symtab *t;
+	bool arm;
+};
+
+static int symbol__add(const struct elf_symbol *sym, void *ctx)
+{
+	struct symtab_load *ld = ctx;
+	uint64_t addr = sym->value;
+	uint8_t rank;
+	bool is_func;
+
+	if (sym->type != STT_FUNC && sym->type != STT_GNU_IFUNC && sym->type != STT_NOTYPE &&
+	    sym->type != STT_OBJECT)
+		return 0;
+	/* Thumb functions carry the mode in bit 0 */
+	if (ld->arm && sym->type == STT_FUNC)
+		addr &= ~1ull;
+	if (!addr)
+		return 0;
+	rank = elf__rank(sym->type, sym->bind, &is_func);
+	if (!symtab__add(ld->t, addr, sym->size, sym->name, strlen(sym->name), rank, is_func, 0))
+		return -ENOMEM;
+	return 0;
+}
+
+/* .symtab when it has anything, else the exported symbols */
+static void sym_file__load_symbols(struct sym_file *sf, const struct elf_handle *h)
+{
+	struct symtab_load ld = { &sf->tab, false };
+	GElf_Ehdr eh;
+	int ret;
+
+	if (!gelf_getehdr(h->elf, &eh))
+		return;
+	ld.arm = eh.e_machine == EM_ARM;
+	ret = elf__symbols(h, SHT_SYMTAB, symbol__add, &ld);
+	if ((ret && ret != -EIO) || !sf->tab.n) {
+		/* an allocation failure may have added a few: start over cleanly */
+		symtab__free(&sf->tab);
+		if (elf__symbols(h, SHT_DYNSYM, symbol__add, &ld) && !sf->tab.n)
+			symtab__free(&sf->tab);
+	}
+	symtab__finish(&sf->tab);
+}
+
+/*
+ * A file that fails to parse still gets an entry (with no symbols) so that
+ * non-ELF or truncated files are not re-read for every address.
+ */
+static void sym_file__load(struct sym_file *sf, struct elf_handle *h)
+{
+	if (elf__loads(h, &sf->segs, &sf->nsegs))
+		return;
+	sym_file__load_symbols(sf, h);
+}
+
+static void sym_file__destroy(struct sym_file *sf)
+{
+	symtab__free(&sf->tab);
+	free(sf->segs);
+	free(sf);
+}
+
+/*
+ * File offset -> link-time virtual address. The mapping says which file
+ * offset an address corresponds to, PT_LOAD says where that offset was
+ * linked. This is what makes non-PIE executables (vaddr 0x400000-based),
+ * PIE and shared libraries all come out right.
+ */
+static bool sym_file__to_vaddr(const struct sym_file *sf, const struct proc_mapping *m,
+			       uint64_t addr, uint64_t *vaddr)
+{
+	uint64_t fo = addr - m->start + m->offset;
+	uint64_t map_end = m->offset + (m->end - m->start);
+	const struct elf_segment *seg;
+	size_t i;
+
+	for (i = 0; i < sf->nsegs; i++) {
+		seg = &sf->segs[i];
+		if (fo >= seg->offset && fo - seg->offset < seg->memsz) {
+			*vaddr = fo - seg->offset + seg->vaddr;
+			return true;
+		}
+	}
+	/* the page-aligned head of a segment: use the segment the mapping holds */
+	for (i = 0; i < sf->nsegs; i++) {
+		seg = &sf->segs[i];
+		if (seg->offset < map_end && seg->offset + seg->filesz > m->offset) {
+			*vaddr = fo - seg->offset + seg->vaddr;
+			return true;
+		}
+	}
+	if (!sf->nsegs) {
+		*vaddr = fo;
+		return true;
+	}
+	return false;
+}
+
+/* ------------------------------------------------------------------ */
+/* file cache */
+
+static void files__trim(struct symbolizer *s)
+{
+	struct sym_file **pp, **victim;
+	size_t idle;
+
+	for (;;) {
+		idle = 0;
+		victim = NULL;
+		for (pp = &s->files; *pp; pp = &(*pp)->next) {
+			if ((*pp)->refs)
+				continue;
+			idle++;
+			if (!victim || (*pp)->last_used < (*victim)->last_used)
+				victim = pp;
+		}
+		if (idle <= MAX_IDLE_FILES || !victim)
+			return;
+		{
+			struct sym_file *sf = *victim;
+
+			*victim = sf->next;
+			sym_file__destroy(sf);
+		}
+	}
+}
+
+static struct sym_file *files__find(struct symbolizer *s, const struct stat *st, bool is_vdso)
+{
+	struct sym_file *sf;
+
+	for (sf = s->files; sf; sf = sf->next) {
+		if (sf->is_vdso == is_vdso && sf->dev == st->st_dev && sf->ino == st->st_ino &&
+		    sf->size == st->st_size && sf->mtime.tv_sec == st->st_mtim.tv_sec &&
+		    sf->mtime.tv_nsec == st->st_mtim.tv_nsec) {
+			sf->refs++;
+			sf->last_used = ++s->tick;
+			return sf;
+		}
+	}
+	return NULL;
+}
+
+static struct sym_file *files__insert(struct symbolizer *s, const struct stat *st, bool is_vdso)
+{
+	struct sym_file *sf = calloc(1, sizeof(*sf));
+
+	if (!sf)
+		return NULL;
+	sf->dev = st->st_dev;
+	sf->ino = st->st_ino;
+	sf->size = st->st_size;
+	sf->mtime = st->st_mtim;
+	sf->is_vdso = is_vdso;
+	sf->refs = 1;
+	sf->last_used = ++s->tick;
+	sf->next = s->files;
+	s->files = sf;
+	return sf;
+}
+
+static void files__put(struct sym_file *sf)
+{
+	if (sf && sf->refs)
+		sf->refs--;
+}
+
+static struct sym_file *symbolizer__file_for(struct symbolizer *s, struct proc *p,
+					     const struct proc_mapping *m)
+{
+	struct elf_handle h;
+	struct sym_file *sf;
+	struct stat st;
+	int fd;
+
+	fd = proc__open_mapping(p, m, &st);
+	if (fd < 0)
+		return NULL;
+	if ((uint64_t)st.st_size > MAX_ELF_BYTES) {
+		close(fd);
+		return NULL;
+	}
+	sf = files__find(s, &st, false);
+	if (!sf) {
+		sf = files__insert(s, &st, false);
+		if (sf && !elf__open_fd(&h, fd)) {
+			sym_file__load(sf, &h);
+			elf__close(&h);
+		}
+	}
+	close(fd);
+	return sf;
+}
+
+static uint64_t hash__fnv1a(const unsigned char *p, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	while (len--) {
+		h ^= *p++;
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+/*
+ * The vDSO has no file behind it: copy the image out of the target and
+ * key it by content, so all processes with the same vDSO share one entry.
+ */
+static struct sym_file *symbolizer__vdso_for(struct symbolizer *s, struct proc *p,
+					     const struct proc_mapping *m)
+{
+	size_t len = m->end - m->start;
+	struct elf_handle h;
+	struct sym_file *sf;
+	struct stat st;
+	char *image;
+
+	if (len > MAX_VDSO_BYTES)
+		len = MAX_VDSO_BYTES;
+	image = malloc(len);
+	if (!image)
+		return NULL;
+	if (!proc__read(p, m->start, image, len)) {
+		free(image);
+		return NULL;
+	}
+	memset(&st, 0, sizeof(st));
+	st.st_ino = (ino_t)hash__fnv1a((unsigned char *)image, len);
+	st.st_size = (off_t)len;
+	sf = files__find(s, &st, true);
+	if (!sf) {
+		sf = files__insert(s, &st, true);
+		if (sf && !elf__open_mem(&h, image, len)) {
+			sym_file__load(sf, &h);
+			elf__close(&h);
+		}
+	}
+	free(image);
+	return sf;
+}
+
+/* ------------------------------------------------------------------ */
+/* per-process files */
+
+static void sym_proc__unbind(struct sym_proc *sp)
+{
+	for (size_t i = 0; sp->maps && i < sp->maps->n; i++)
+		files__put(sp->v[i].file);
+	free(sp->v);
+	sp->v = NULL;
+	proc_maps__put(sp->maps);
+	sp->maps = NULL;
+}
+
+/*
+ * Follow the process's newest maps. Unchanged mappings keep the file already
+ * resolved, so a dlopen() does not cost re-opening every library.
+ */
+static void sym_proc__bind(struct sym_proc *sp, const struct proc_maps *maps)
+{
+	struct sym_map *v;
+
+	if (!maps || sp->maps == maps)
+		return;
+	v = calloc(maps->n + 1, sizeof(*v));
+	if (!v)
+		return;
+	for (size_t i = 0; i < maps->n; i++) {
+		const struct proc_mapping *old = proc_maps__find(sp->maps, maps->v[i].start);
+		struct sym_map *was;
+
+		if (!old || !proc_mapping__same(old, &maps->v[i]))
+			continue;
+		was = &sp->v[old - sp->maps->v];
+		v[i] = *was;
+		if (v[i].file)
+			v[i].file->refs++;
+	}
+	sym_proc__unbind(sp);
+	sp->v = v;
+	sp->maps = (struct proc_maps *)maps;
+	proc_maps__get(sp->maps);
+}
+
+static void sprocs__remove(struct symbolizer *s, size_t idx)
+{
+	sym_proc__unbind(s->sprocs[idx]);
+	free(s->sprocs[idx]);
+	s->sprocs[idx] = s->sprocs[--s->nsprocs];
+	s->sprocs[s->nsprocs] = NULL;
+	files__trim(s);
+}
+
+static struct sym_proc *symbolizer__sproc(struct symbolizer *s, struct proc *p)
+{
+	struct sym_proc *sp = NULL;
+	size_t i, lru;
+
+	for (i = 0; i < s->nsprocs; i++) {
+		if (s->sprocs[i]->pid != proc__pid(p))
+			continue;
+		if (s->sprocs[i]->start_time == proc__start_time(p)) {
+			sp = s->sprocs[i];
+			break;
+		}
+		/* same pid, different process */
+		sprocs__remove(s, i);
+		break;
+	}
+	if (!sp) {
+		if (s->nsprocs == MAX_PROCS) {
+			lru = 0;
+			for (i = 1; i < s->nsprocs; i++)
+				if (s->sprocs[i]->last_used < s->sprocs[lru]->last_used)
+					lru = i;
+			sprocs__remove(s, lru);
+		}
+		sp = calloc(1, sizeof(*sp));
+		if (!sp)
+			return NULL;
+		sp->pid = proc__pid(p);
+		sp->start_time = proc__start_time(p);
+		s->sprocs[s->nsprocs++] = sp;
+	}
+	sp->last_used = ++s->tick;
+	sym_proc__bind(sp, proc__maps(p, false));
+	return sp;
+}
+
+static void mapping__symbolize(struct symbolizer *s, struct proc *p, struct sym_proc *sp,
+			       const struct proc_mapping *m, uint64_t addr, struct frame *f)
+{
+	struct sym_map *sm = &sp->v[m - sp->maps->v];
+	const struct sym *sym;
+	uint64_t vaddr;
+
+	if (m->type == PROC_MAP_ANON) {
+		f->kind = FRAME_JIT;
+		str__copy(f->module, sizeof(f->module), "[anon]");
+		return;
+	}
+	if (m->type == PROC_MAP_PSEUDO) {
+		str__copy(f->module, sizeof(f->module), m->path);
+		if (strcmp(m->path, "[vdso]")) {
+			/* [vsyscall] is fixed kernel code; anything else is JIT-like */
+			if (strcmp(m->path, "[vsyscall]"))
+				f->kind = FRAME_JIT;
+			return;
+		}
+	} else {
+		str__copy(f->module, sizeof(f->module), proc_mapping__basename(m));
+	}
+	if (!sm->resolved) {
+		sm->resolved = true;
+		sm->file = m->type == PROC_MAP_FILE ? symbolizer__file_for(s, p, m)
+						    : symbolizer__vdso_for(s, p, m);
+		files__trim(s);
+	}
+	if (!sm->file)
+		return;
+	sm->file->last_used = ++s->tick;
+	if (!sym_file__to_vaddr(sm->file, m, addr, &vaddr))
+		return;
+	sym = symtab__find(&sm->file->tab, vaddr);
+	if (!sym)
+		return;
+	str__copy(f->func, sizeof(f->func), sm->file->tab.names + sym->name);
+	f->offset = vaddr - sym->addr;
+}
+
+/* ------------------------------------------------------------------ */
+/* kernel */
+
+static bool ksym__is_text(char type)
+{
+	return type == 't' || type == 'T' || type == 'w' || type == 'W';
+}
+
+static uint16_t ksyms__module(struct symbolizer *s, const char *name, size_t len)
+{
+	struct symtab *t = &s->ksyms;
+	size_t last = s->nkmods - 1;
+	uint32_t *tmp;
+
+	/* kallsyms lists each module's symbols together: compare with the last */
+	if (s->nkmods > 1 && !strncmp(t->names + s->kmods[last], name, len) &&
+	    t->names[s->kmods[last] + len] == '\0')
+		return (uint16_t)last;
+	if (s->nkmods >= UINT16_MAX || len >= SYM_NAME_MAX - 2 ||
+	    t->names_len > UINT32_MAX - SYM_NAME_MAX)
+		return 0;
+	if (t->names_len + len + 3 > t->names_cap) {
+		size_t cap = t->names_cap ? t->names_cap : 16384;
+		char *names;
+
+		while (cap < t->names_len + len + 3)
+			cap *= 2;
+		names = realloc(t->names, cap);
+		if (!names)
+			return 0;
+		t->names = names;
+		t->names_cap = cap;
+	}
+	tmp = realloc(s->kmods, (s->nkmods + 1) * sizeof(*s->kmods));
+	if (!tmp)
+		return 0;
+	s->kmods = tmp;
+	s->kmods[s->nkmods] = (uint32_t)t->names_len;
+	t->names[t->names_len] = '[';
+	memcpy(t->names + t->names_len + 1, name, len);
+	t->names[t->names_len + 1 + len] = ']';
+	t->names[t->names_len + 2 + len] = '\0';
+	t->names_len += len + 3;
+	return (uint16_t)s->nkmods++;
+}
+
+static void symbolizer__load_kallsyms(struct symbolizer *s)
+{
+	char *buf, *line, *nl, *p, *name, *mod, *end;
+	size_t len, name_len;
+	bool any_nonzero = false;
+	uint64_t addr;
+	uint16_t mod_idx;
+	char type;
+
+	s->ksyms_tried = true;
+	s->kmods = calloc(1, sizeof(*s->kmods));
+	if (!s->kmods)
+		return;
+	s->nkmods = 1;
+	buf = procs__read_kallsyms(MAX_KALLSYMS_BYTES, &len);
+	if (!buf)
+		return;
+	for (line = buf; (nl = memchr(line, '\n', (size_t)(buf + len - line))); line = nl + 1) {
+		*nl = '\0';
+		errno = 0;
+		addr = strtoull(line, &end, 16);
+		if (end == line || errno || end[0] != ' ' || !end[1] || end[2] != ' ')
+			continue;
+		type = end[1];
+		name = end + 3;
+		if (!ksym__is_text(type) || !*name)
+			continue;
+		if (addr)
+			any_nonzero = true;
+		mod_idx = 0;
+		mod = strchr(name, '\t');
+		if (mod) {
+			name_len = (size_t)(mod - name);
+			mod++;
+			if (*mod == '[') {
+				mod++;
+				p = strchr(mod, ']');
+				if (p)
+					mod_idx = ksyms__module(s, mod, (size_t)(p - mod));
+			}
+		} else {
+			name_len = strlen(name);
+		}
+		if (!addr || !name_len)
+			continue;
+		if (!symtab__add(&s->ksyms, addr, 0, name, name_len, 0, true, mod_idx))
+			break;
+	}
+	free(buf);
+	if (!any_nonzero) {
+		/* kptr_restrict hid the addresses: nothing to resolve against */
+		symtab__free(&s->ksyms);
+		s->nkmods = 1;
+		return;
+	}
+	symtab__finish(&s->ksyms);
+}
+
+static void symbolizer__kernel_frame(struct symbolizer *s, uint64_t addr, struct frame *f)
+{
+	const struct sym *sym;
+
+	f->kind = FRAME_KERNEL;
+	str__copy(f->module, sizeof(f->module), "[kernel]");
+	if (!s->ksyms_tried)
+		symbolizer__load_kallsyms(s);
+	sym = symtab__find(&s->ksyms, addr);
+	if (!sym || addr - sym->addr >= MAX_KSYM_OFFSET)
+		return;
+	str__copy(f->func, sizeof(f->func), s->ksyms.names + sym->name);
+	f->offset = addr - sym->addr;
+	if (sym->mod && sym->mod < s->nkmods)
+		str__copy(f->module, sizeof(f->module), s->ksyms.names + s->kmods[sym->mod]);
+}
+
+/* ------------------------------------------------------------------ */
+/* public API */
+
+struct symbolizer *symbolizer__new(struct procs *procs)
+{
+	struct symbolizer *s;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return NULL;
+	s = calloc(1, sizeof(*s));
+	if (s)
+		s->procs = procs;
+	return s;
+}
+
+void symbolizer__free(struct symbolizer *s)
+{
+	struct sym_file *sf, *next;
+
+	if (!s)
+		return;
+	while (s->nsprocs)
+		sprocs__remove(s, s->nsprocs - 1);
+	for (sf = s->files; sf; sf = next) {
+		next = sf->next;
+		sym_file__destroy(sf);
+	}
+	symtab__free(&s->ksyms);
+	free(s->kmods);
+	free(s);
+}
+
+void symbolizer__forget_pid(struct symbolizer *s, int pid)
+{
+	for (size_t i = 0; s && i < s->nsprocs; i++) {
+		if (s->sprocs[i]->pid == pid) {
+			sprocs__remove(s, i);
+			return;
+		}
+	}
+}
+
+static const struct proc_mapping *sym_proc__find(const struct sym_proc *sp, uint64_t addr)
+{
+	const struct proc_mapping *m = proc_maps__find(sp->maps, addr);
+
+	return m && m->exec && sp->v ? m : NULL;
+}
+
+int symbolizer__symbolize(struct symbolizer *s, int pid, const uint64_t *ips, int n,
+			  bool kernel, struct frame *out, int max_out)
+{
+	const struct proc_mapping *m;
+	struct sym_proc *sp = NULL;
+	struct proc *p = NULL;
+	bool refreshed = false;
+	int i, count;
+
+	if (!ips || !out || n <= 0 || max_out <= 0)
+		return 0;
+	count = n < max_out ? n : max_out;
+	if (s && !kernel)
+		p = procs__get(s->procs, pid);
+	if (p)
+		sp = symbolizer__sproc(s, p);
+
+	for (i = 0; i < count; i++) {
+		struct frame *f = &out[i];
+
+		memset(f, 0, sizeof(*f));
+		f->kind = kernel ? FRAME_KERNEL : FRAME_NATIVE;
+		f->addr = ips[i];
+		if (!s)
+			continue;
+		if (kernel) {
+			symbolizer__kernel_frame(s, ips[i], f);
+			continue;
+		}
+		if (!sp)
+			continue;
+		m = sym_proc__find(sp, ips[i]);
+		if (!m && !refreshed && ips[i] >= MIN_USER_ADDR) {
+			/* new mappings since we last looked (dlopen, JIT): one retry per stack */
+			refreshed = true;
+			sym_proc__bind(sp, proc__maps(p, true));
+			m = sym_proc__find(sp, ips[i]);
+		}
+		if (m)
+			mapping__symbolize(s, p, sp, m, ips[i], f);
+	}
+	return count;
+}

@@ -1,0 +1,813 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * CPython processes: which version runs where (from the ELF file that
+ * holds _PyRuntime), the layout the BPF walker needs for it, and the
+ * names, files and lines of the code objects the walker saw, read from
+ * the target's memory. Everything read from the target is untrusted: it
+ * may exit or reuse its memory at any moment, so a bad read gives a
+ * marker frame, never a crash or garbage text.
+ */
+#define _GNU_SOURCE
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "proc/elf.h"
+#include "proc/procs.h"
+#include "symbols/pyline.h"
+#include "symbols/python.h"
+
+/* how the frame's position counts */
+enum py_pos {
+	POS_LASTI_BYTES,	/* int f_lasti, bytes into co_code */
+	POS_LASTI_UNITS,	/* int f_lasti, 2-byte code units */
+	POS_INSTR_PTR,		/* pointer into co_code_adaptive */
+};
+
+/*
+ * One CPython minor version on x86_64 (default build, not free-threaded or
+ * debug). Every number is offsetof()/sizeof() printed by a program built
+ * against that version's own headers, then checked on live processes with
+ * raw memory reads (all threads, all frames, lines against the source):
+ * tools/pywalk/OFFSETS.md §1-2 (tools/pywalk/offsets.c against each version's
+ * headers), measured on 3.8.18, 3.9.18, 3.10.13, 3.11.7 (identical to
+ * Debian's 3.11.2), 3.12.1, 3.13.0.
+ */
+struct py_layout {
+	unsigned int minor;	/* of 3.x */
+	__u32 flags;		/* LW_PY_F_CFRAME, LW_PY_F_NATIVE_TID */
+	bool every_entry;	/* a C eval call per frame (frame objects, 3.8-3.10) */
+	bool shims;		/* owner FRAME_OWNED_BY_CSTACK frames mark eval calls (3.12+) */
+	/* _PyRuntimeState */
+	__u32 tss_key;		/* (gilstate.)autoTSSkey._key */
+	__u32 interp_main;	/* interpreters.main */
+	/* PyInterpreterState */
+	__u32 interp_threads;	/* tstate_head (3.8-3.10), threads.head */
+	/* PyThreadState */
+	__u32 tstate_next, tstate_thread_id, tstate_native_tid, tstate_frame, cframe_frame;
+	/* PyFrameObject / _PyInterpreterFrame */
+	__u32 frame_code, frame_back, frame_pos, frame_owner, frame_is_entry;
+	/* PyCodeObject; co_qualname 0 before 3.11 */
+	__u32 co_firstlineno, co_filename, co_name, co_qualname, co_lines, co_code_adaptive;
+	/* sizeof(PyASCIIObject), sizeof(PyCompactUnicodeObject): where text starts */
+	__u32 str_ascii, str_compact;
+	enum pyline_format lines;
+	enum py_pos pos;
+};
+
+static const struct py_layout layouts[] = {
+	{	/* 3.8: gilstate 0x550 + autoTSSkey 0x20; f_lasti in bytes, co_lnotab */
+		.minor = 8, .every_entry = true,
+		.tss_key = 0x574, .interp_main = 0x28, .interp_threads = 0x08,
+		.tstate_next = 0x08, .tstate_thread_id = 0xb0, .tstate_frame = 0x18,
+		.frame_code = 0x20, .frame_back = 0x18, .frame_pos = 0x68,
+		.co_firstlineno = 0x28, .co_filename = 0x68, .co_name = 0x70, .co_lines = 0x78,
+		.str_ascii = 0x30, .str_compact = 0x48,
+		.lines = PYLINE_LNOTAB, .pos = POS_LASTI_BYTES,
+	},
+	{	/* 3.9: gilstate moved to 0x230 */
+		.minor = 9, .every_entry = true,
+		.tss_key = 0x24c, .interp_main = 0x28, .interp_threads = 0x08,
+		.tstate_next = 0x08, .tstate_thread_id = 0xb0, .tstate_frame = 0x18,
+		.frame_code = 0x20, .frame_back = 0x18, .frame_pos = 0x68,
+		.co_firstlineno = 0x28, .co_filename = 0x68, .co_name = 0x70, .co_lines = 0x78,
+		.str_ascii = 0x30, .str_compact = 0x48,
+		.lines = PYLINE_LNOTAB, .pos = POS_LASTI_BYTES,
+	},
+	{	/* 3.10: f_lasti at 0x60 counts code units; co_linetable */
+		.minor = 10, .every_entry = true,
+		.tss_key = 0x24c, .interp_main = 0x28, .interp_threads = 0x08,
+		.tstate_next = 0x08, .tstate_thread_id = 0xb0, .tstate_frame = 0x18,
+		.frame_code = 0x20, .frame_back = 0x18, .frame_pos = 0x60,
+		.co_firstlineno = 0x28, .co_filename = 0x68, .co_name = 0x70, .co_lines = 0x78,
+		.str_ascii = 0x30, .str_compact = 0x48,
+		.lines = PYLINE_LINETABLE_310, .pos = POS_LASTI_UNITS,
+	},
+	{	/* 3.11: _PyInterpreterFrame via tstate->cframe->current_frame */
+		.minor = 11, .flags = LW_PY_F_CFRAME | LW_PY_F_NATIVE_TID,
+		.tss_key = 0x254, .interp_main = 0x30, .interp_threads = 0x10,
+		.tstate_next = 0x08, .tstate_thread_id = 0x98, .tstate_native_tid = 0xa0,
+		.tstate_frame = 0x38, .cframe_frame = 0x08,
+		.frame_code = 0x20, .frame_back = 0x30, .frame_pos = 0x38, .frame_owner = 0x45,
+		.frame_is_entry = 0x44,
+		.co_firstlineno = 0x48, .co_filename = 0x70, .co_name = 0x78, .co_qualname = 0x80,
+		.co_lines = 0x88, .co_code_adaptive = 0xb8,
+		.str_ascii = 0x30, .str_compact = 0x48,
+		.lines = PYLINE_LOCATIONS, .pos = POS_INSTR_PTR,
+	},
+	{	/* 3.12: autoTSSkey leaves gilstate; shim frames (owner 3) mark eval calls */
+		.minor = 12, .flags = LW_PY_F_CFRAME | LW_PY_F_NATIVE_TID, .shims = true,
+		.tss_key = 0x60c, .interp_main = 0x30, .interp_threads = 0x48,
+		.tstate_next = 0x08, .tstate_thread_id = 0x88, .tstate_native_tid = 0x90,
+		.tstate_frame = 0x38, .cframe_frame = 0x00,
+		.frame_code = 0x00, .frame_back = 0x08, .frame_pos = 0x38, .frame_owner = 0x46,
+		.co_firstlineno = 0x44, .co_filename = 0x70, .co_name = 0x78, .co_qualname = 0x80,
+		.co_lines = 0x88, .co_code_adaptive = 0xc0,
+		.str_ascii = 0x28, .str_compact = 0x38,
+		.lines = PYLINE_LOCATIONS, .pos = POS_INSTR_PTR,
+	},
+	{	/* 3.13: no _PyCFrame, tstate->current_frame; f_executable, instr_ptr */
+		.minor = 13, .flags = LW_PY_F_NATIVE_TID, .shims = true,
+		.tss_key = 0x874, .interp_main = 0x280, .interp_threads = 0x1cb0,
+		.tstate_next = 0x08, .tstate_thread_id = 0x98, .tstate_native_tid = 0xa0,
+		.tstate_frame = 0x48,
+		.frame_code = 0x00, .frame_back = 0x08, .frame_pos = 0x38, .frame_owner = 0x46,
+		.co_firstlineno = 0x44, .co_filename = 0x70, .co_name = 0x78, .co_qualname = 0x80,
+		.co_lines = 0x88, .co_code_adaptive = 0xc8,
+		.str_ascii = 0x28, .str_compact = 0x38,
+		.lines = PYLINE_LOCATIONS, .pos = POS_INSTR_PTR,
+	},
+};
+
+/* the same in every supported version */
+#define PY_OB_TYPE	0x08	/* PyObject.ob_type */
+#define PY_OB_SIZE	0x10	/* PyVarObject.ob_size */
+#define PY_TP_NAME	0x18	/* PyTypeObject.tp_name */
+#define PY_BYTES_DATA	0x20	/* PyBytesObject.ob_sval */
+#define PY_STR_LENGTH	0x10	/* PyASCIIObject.length */
+#define PY_STR_STATE	0x20	/* PyASCIIObject.state: kind 0x1c compact 0x20 ascii 0x40 */
+#define PY_CODE_READ	0x90	/* bytes of a code object that hold every field above */
+
+/*
+ * glibc 2.36 (Debian 12) struct pthread, from libc6-dbg `ptype /o`, checked
+ * against pthread_getspecific() (tools/pywalk/OFFSETS.md §1.3). Another glibc
+ * may differ: the walker checks what it finds and falls back to the thread list.
+ */
+#define GLIBC_SPECIFIC_1STBLOCK 0x310
+#define GLIBC_SPECIFIC 0x510
+
+/* 3.13's _Py_DebugOffsets at _PyRuntime + 0 (OFFSETS.md §5): checked against the table */
+#define DEBUG_OFFSETS_READ 0x160
+
+static const struct py_layout *layout__find(unsigned int version)
+{
+	if (version >> 8 != 3)
+		return NULL;
+	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++) {
+		if (layouts[i].minor == (version & 0xff))
+			return &layouts[i];
+	}
+	return NULL;
+}
+
+static __u32 end__max(__u32 end, __u32 off, __u32 size)
+{
+	return off + size > end ? off + size : end;
+}
+
+static void layout__fill(const struct py_layout *l, struct lw_py_proc *p)
+{
+	__u32 ts = 0, fr = 0;
+
+	p->version = 3 << 8 | l->minor;
+	p->flags = l->flags;
+	p->tss_key = l->tss_key;
+	p->interp_main = l->interp_main;
+	p->interp_threads = l->interp_threads;
+	p->tstate_next = l->tstate_next;
+	p->tstate_thread_id = l->tstate_thread_id;
+	p->tstate_native_tid = l->tstate_native_tid;
+	p->tstate_frame = l->tstate_frame;
+	p->cframe_frame = l->cframe_frame;
+	p->frame_code = l->frame_code;
+	p->frame_back = l->frame_back;
+	p->frame_pos = l->frame_pos;
+	p->pos_shift = l->pos == POS_INSTR_PTR ? 0 : 32;
+	p->frame_owner = l->frame_owner;
+	p->shim_owner = l->shims ? 3 : LW_PY_NO_SHIM;	/* FRAME_OWNED_BY_CSTACK */
+	p->frame_is_entry = l->frame_is_entry;
+	p->is_entry_mask = l->frame_is_entry ? 1 : 0;
+	p->every_entry = l->every_entry;
+	/* read only as far as the last field used: a frame may end its mapping */
+	ts = end__max(ts, l->tstate_next, 8);
+	ts = end__max(ts, l->tstate_thread_id, 8);
+	ts = end__max(ts, l->tstate_native_tid, 8);
+	ts = end__max(ts, l->tstate_frame, 8);
+	fr = end__max(fr, l->frame_code, 8);
+	fr = end__max(fr, l->frame_back, 8);
+	fr = end__max(fr, l->frame_pos, 8);
+	fr = end__max(fr, l->frame_owner, 1);
+	fr = end__max(fr, l->frame_is_entry, 1);
+	p->tstate_read = (ts + 7) & ~7u;
+	p->frame_read = (fr + 7) & ~7u;
+}
+
+/* ------------------------------------------------------------------ */
+/* the target's memory */
+
+static uint64_t word__at(const uint8_t *buf, size_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, buf + off, sizeof(v));
+	return v;
+}
+
+static uint32_t u32__at(const uint8_t *buf, size_t off)
+{
+	uint32_t v;
+
+	memcpy(&v, buf + off, sizeof(v));
+	return v;
+}
+
+/* ------------------------------------------------------------------ */
+/* detection */
+
+enum py_libc { LIBC_UNKNOWN, LIBC_GLIBC, LIBC_MUSL };
+
+/*
+ * The file that holds _PyRuntime: libpython when one is mapped (shared
+ * builds, embedders), else the executable if it is named python*.
+ */
+static const struct proc_mapping *maps__find_python(struct proc *p, enum py_libc *libc)
+{
+	const struct proc_maps *maps = proc__maps(p, false);
+	const struct proc_mapping *lib = NULL, *bin = NULL;
+	char exe[PATH_MAX];
+
+	if (!maps)
+		return NULL;
+	if (!proc__exe(p, exe, sizeof(exe)))
+		exe[0] = '\0';
+	*libc = LIBC_UNKNOWN;
+	for (size_t i = 0; i < maps->n; i++) {
+		const struct proc_mapping *m = &maps->v[i];
+		const char *base = proc_mapping__basename(m);
+
+		if (m->type != PROC_MAP_FILE)
+			continue;
+		if (!strncmp(base, "libc.so.", 8) || !strncmp(base, "libc-2.", 7))
+			*libc = LIBC_GLIBC;
+		else if (!strncmp(base, "ld-musl", 7) || !strncmp(base, "libc.musl", 9))
+			*libc = LIBC_MUSL;
+		if (!lib && !strncmp(base, "libpython", 9) && strstr(base, ".so"))
+			lib = m;
+		else if (!bin && exe[0] && !strcmp(m->path, exe) && !strncmp(base, "python", 6))
+			bin = m;
+	}
+	return lib ? lib : bin;
+}
+
+enum py_sym { SYM_RUNTIME, SYM_VERSION, SYM_NEWREF, SYM_GETCODE, SYM_POSONLY, SYM_DEBUG, SYM_N };
+
+/* what each says: tools/pywalk/OFFSETS.md §4 and nm -D of every build here */
+static const char *const sym_names[SYM_N] = {
+	[SYM_RUNTIME] = "_PyRuntime",		/* 3.7+ */
+	[SYM_VERSION] = "Py_Version",		/* 3.11+: PY_VERSION_HEX */
+	[SYM_NEWREF] = "Py_NewRef",		/* 3.10+ */
+	[SYM_GETCODE] = "PyFrame_GetCode",	/* 3.9+ */
+	[SYM_POSONLY] = "PyCode_NewWithPosOnlyArgs",	/* 3.8+ */
+	[SYM_DEBUG] = "_Py_NegativeRefcount",	/* Py_REF_DEBUG builds only */
+};
+
+struct py_elf {
+	uint64_t value[SYM_N];
+	bool found[SYM_N];
+	uint32_t hexversion;	/* from Py_Version's bytes in the file; 0 if none */
+	uint64_t bias;		/* load address - link address */
+	bool bias_ok;
+};
+
+static int symbol__note(const struct elf_symbol *sym, void *ctx)
+{
+	struct py_elf *pe = ctx;
+
+	if (sym->name[0] != '_' && sym->name[0] != 'P')
+		return 0;
+	for (int k = 0; k < SYM_N; k++) {
+		if (!pe->found[k] && !strcmp(sym->name, sym_names[k])) {
+			pe->found[k] = true;
+			pe->value[k] = sym->value;
+		}
+	}
+	return 0;
+}
+
+static bool elf__inspect(int fd, const struct proc_mapping *m, struct py_elf *pe)
+{
+	struct elf_handle h;
+
+	memset(pe, 0, sizeof(*pe));
+	if (elf__open_fd(&h, fd))
+		return false;
+	elf__symbols(&h, SHT_DYNSYM, symbol__note, pe);
+	elf__symbols(&h, SHT_SYMTAB, symbol__note, pe);
+	/* Py_Version is const data: read it from the file, not the process */
+	if (pe->found[SYM_VERSION] &&
+	    elf__read(&h, pe->value[SYM_VERSION], &pe->hexversion, sizeof(pe->hexversion)))
+		pe->hexversion = 0;
+	pe->bias_ok = !elf__bias(&h, m->start, m->offset, &pe->bias);
+	elf__close(&h);
+	return true;
+}
+
+/* "python3.9", "libpython2.7.so.1.0", "libpython3.7m.so": major.minor from a name */
+static unsigned int version__from_name(const char *base)
+{
+	unsigned int major, minor;
+	const char *p = strstr(base, "python");
+
+	if (!p || sscanf(p + 6, "%u.%u", &major, &minor) != 2 || major > 9 || minor > 99)
+		return 0;
+	return major << 8 | minor;
+}
+
+/*
+ * major << 8 | minor, and the version text. Py_Version is exact (3.11+);
+ * before it, the API that each minor version added says which one it is;
+ * without _PyRuntime (2.7, 3.6) only the file name is left.
+ */
+static unsigned int version__detect(const struct py_elf *pe, const char *base, char *buf,
+				    size_t len)
+{
+	unsigned int v = 0;
+
+	if (pe->hexversion >> 24 == 3) {
+		snprintf(buf, len, "%u.%u.%u", pe->hexversion >> 24, (pe->hexversion >> 16) & 0xff,
+			 (pe->hexversion >> 8) & 0xff);
+		return pe->hexversion >> 16;
+	}
+	if (pe->found[SYM_RUNTIME])
+		v = pe->found[SYM_NEWREF] ? 0x30a : pe->found[SYM_GETCODE] ? 0x309 :
+		    pe->found[SYM_POSONLY] ? 0x308 : 0x307;
+	else
+		v = version__from_name(base);
+	if (v)
+		snprintf(buf, len, "%u.%u", v >> 8, v & 0xff);
+	else
+		snprintf(buf, len, "unknown");
+	return v;
+}
+
+/*
+ * 3.13 publishes its own offsets at the start of _PyRuntime: a build whose
+ * numbers differ from the table (free-threaded, patched) is not walked.
+ */
+static bool debug_offsets__agree(struct proc *p, uint64_t runtime, const struct py_layout *l)
+{
+	uint8_t d[DEBUG_OFFSETS_READ];
+	static const struct {
+		size_t at;	/* in _Py_DebugOffsets (tools/pywalk/OFFSETS.md §5) */
+		size_t off;	/* in struct py_layout */
+	} checks[] = {
+		{ 0x48, offsetof(struct py_layout, interp_threads) },
+		{ 0xa8, offsetof(struct py_layout, tstate_next) },
+		{ 0xb8, offsetof(struct py_layout, tstate_frame) },
+		{ 0xc0, offsetof(struct py_layout, tstate_thread_id) },
+		{ 0xc8, offsetof(struct py_layout, tstate_native_tid) },
+		{ 0xe8, offsetof(struct py_layout, frame_back) },
+		{ 0xf0, offsetof(struct py_layout, frame_code) },
+		{ 0xf8, offsetof(struct py_layout, frame_pos) },
+		{ 0x108, offsetof(struct py_layout, frame_owner) },
+		{ 0x118, offsetof(struct py_layout, co_filename) },
+		{ 0x120, offsetof(struct py_layout, co_name) },
+		{ 0x128, offsetof(struct py_layout, co_qualname) },
+		{ 0x130, offsetof(struct py_layout, co_lines) },
+		{ 0x138, offsetof(struct py_layout, co_firstlineno) },
+		{ 0x158, offsetof(struct py_layout, co_code_adaptive) },
+	};
+
+	if (!proc__read(p, runtime, d, sizeof(d)) || memcmp(d, "xdebugpy", 8) ||
+	    word__at(d, 0x08) >> 16 != (3u << 8 | l->minor) || word__at(d, 0x10) != 0)
+		return false;
+	for (size_t i = 0; i < sizeof(checks) / sizeof(checks[0]); i++) {
+		__u32 want;
+
+		memcpy(&want, (const char *)l + checks[i].off, sizeof(want));
+		if (word__at(d, checks[i].at) != want)
+			return false;
+	}
+	return true;
+}
+
+int python__detect(struct proc *p, struct lw_py_proc *out, char *version, size_t len)
+{
+	const struct proc_mapping *mod;
+	const struct py_layout *l;
+	enum py_libc libc;
+	struct py_elf pe;
+	struct stat st;
+	unsigned int v;
+	char vbuf[32];
+	int fd;
+	bool ok;
+
+	if (!version || !len) {
+		version = vbuf;
+		len = sizeof(vbuf);
+	}
+	version[0] = '\0';
+	memset(out, 0, sizeof(*out));
+	mod = p ? maps__find_python(p, &libc) : NULL;
+	if (!mod)
+		return -1;
+	fd = proc__open_mapping(p, mod, &st);
+	if (fd < 0)
+		return -1;
+	ok = elf__inspect(fd, mod, &pe);
+	close(fd);
+	if (!ok)
+		return -1;
+	v = version__detect(&pe, proc_mapping__basename(mod), version, len);
+	out->version = v;
+	out->flags = LW_PY_F_UNSUPPORTED;
+	l = layout__find(v);
+	if (!l || !pe.found[SYM_RUNTIME] || !pe.bias_ok)
+		return PYTHON_UNSUPPORTED;
+	if (pe.found[SYM_DEBUG]) {
+		snprintf(version + strlen(version), len - strlen(version), "-debug");
+		return PYTHON_UNSUPPORTED;
+	}
+	out->runtime = pe.value[SYM_RUNTIME] + pe.bias;
+	if (l->minor == 13 && !debug_offsets__agree(p, out->runtime, l)) {
+		snprintf(version + strlen(version), len - strlen(version), "-other-layout");
+		return PYTHON_UNSUPPORTED;
+	}
+	layout__fill(l, out);
+	if (libc != LIBC_MUSL) {
+		/* glibc or unknown: the walker verifies what it reads there */
+		out->tls_inline = GLIBC_SPECIFIC_1STBLOCK;
+		out->tls_blocks = GLIBC_SPECIFIC;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* code objects */
+
+#define CODE_BUCKETS 4096
+#define CODE_MAX 8192			/* cached code objects, all processes */
+#define CODE_MAX_TABLE_BYTES (16u << 20)	/* their line tables together */
+#define LINES_MAX (64u << 10)		/* one line table; longer ones are cut */
+#define STR_MAX_CHARS 1024		/* of a name or file read from the target */
+
+struct code_info {
+	struct code_info *hnext;		/* hash chain */
+	struct code_info *newer, *older;	/* use order */
+	int pid;
+	uint64_t addr;
+	int first;			/* co_firstlineno */
+	uint8_t *lines;			/* line table bytes */
+	size_t nlines;
+	char name[sizeof(((struct frame *)0)->func)];
+	char file[sizeof(((struct frame *)0)->file)];
+};
+
+struct python_syms {
+	struct code_info *buckets[CODE_BUCKETS];
+	struct code_info *newest, *oldest;
+	size_t n;
+	size_t table_bytes;
+};
+
+struct python_syms *python_syms__new(void)
+{
+	return calloc(1, sizeof(struct python_syms));
+}
+
+static size_t code__bucket(int pid, uint64_t addr)
+{
+	uint64_t h = (addr >> 4) ^ ((uint64_t)(unsigned int)pid * 0x9e3779b97f4a7c15ull);
+
+	h ^= h >> 29;
+	return (size_t)(h % CODE_BUCKETS);
+}
+
+static void code__unlink_use(struct python_syms *ps, struct code_info *c)
+{
+	if (c->newer)
+		c->newer->older = c->older;
+	else
+		ps->newest = c->older;
+	if (c->older)
+		c->older->newer = c->newer;
+	else
+		ps->oldest = c->newer;
+	c->newer = c->older = NULL;
+}
+
+static void code__push_newest(struct python_syms *ps, struct code_info *c)
+{
+	c->older = ps->newest;
+	c->newer = NULL;
+	if (ps->newest)
+		ps->newest->newer = c;
+	ps->newest = c;
+	if (!ps->oldest)
+		ps->oldest = c;
+}
+
+static void code__remove(struct python_syms *ps, struct code_info *c)
+{
+	struct code_info **pp = &ps->buckets[code__bucket(c->pid, c->addr)];
+
+	while (*pp && *pp != c)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = c->hnext;
+	code__unlink_use(ps, c);
+	ps->n--;
+	ps->table_bytes -= c->nlines;
+	free(c->lines);
+	free(c);
+}
+
+void python_syms__free(struct python_syms *ps)
+{
+	if (!ps)
+		return;
+	while (ps->oldest)
+		code__remove(ps, ps->oldest);
+	free(ps);
+}
+
+void python__forget_pid(struct python_syms *ps, int pid)
+{
+	struct code_info *c, *older;
+
+	if (!ps)
+		return;
+	for (c = ps->newest; c; c = older) {
+		older = c->older;
+		if (c->pid == pid)
+			code__remove(ps, c);
+	}
+}
+
+static struct code_info *code__lookup(struct python_syms *ps, int pid, uint64_t addr)
+{
+	struct code_info *c = ps->buckets[code__bucket(pid, addr)];
+
+	for (; c; c = c->hnext) {
+		if (c->pid == pid && c->addr == addr) {
+			code__unlink_use(ps, c);
+			code__push_newest(ps, c);
+			return c;
+		}
+	}
+	return NULL;
+}
+
+static void code__insert(struct python_syms *ps, struct code_info *c)
+{
+	size_t b = code__bucket(c->pid, c->addr);
+
+	while (ps->oldest && (ps->n >= CODE_MAX ||
+			      ps->table_bytes + c->nlines > CODE_MAX_TABLE_BYTES))
+		code__remove(ps, ps->oldest);
+	c->hnext = ps->buckets[b];
+	ps->buckets[b] = c;
+	code__push_newest(ps, c);
+	ps->n++;
+	ps->table_bytes += c->nlines;
+}
+
+/* one code point as UTF-8; control characters and surrogates become '?' */
+static size_t utf8__put(uint32_t cp, char *out)
+{
+	if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0) ||
+	    (cp >= 0xd800 && cp < 0xe000) || cp > 0x10ffff)
+		cp = '?';
+	if (cp < 0x80) {
+		out[0] = (char)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		out[0] = (char)(0xc0 | cp >> 6);
+		out[1] = (char)(0x80 | (cp & 0x3f));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		out[0] = (char)(0xe0 | cp >> 12);
+		out[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		out[2] = (char)(0x80 | (cp & 0x3f));
+		return 3;
+	}
+	out[0] = (char)(0xf0 | cp >> 18);
+	out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+	out[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+	out[3] = (char)(0x80 | (cp & 0x3f));
+	return 4;
+}
+
+/*
+ * Copy text into out (size len), at a character boundary: its head, or for
+ * a path its tail behind "..." (the file name is the part worth keeping).
+ */
+static void utf8__fit(const char *text, size_t n, char *out, size_t len, bool tail)
+{
+	size_t from = 0;
+
+	if (n < len) {
+		memcpy(out, text, n);
+		out[n] = '\0';
+		return;
+	}
+	if (!tail) {
+		n = len - 1;
+		while (n && ((unsigned char)text[n] & 0xc0) == 0x80)
+			n--;
+		memcpy(out, text, n);
+		out[n] = '\0';
+		return;
+	}
+	from = n - (len - 4);
+	while (from < n && ((unsigned char)text[from] & 0xc0) == 0x80)
+		from++;
+	snprintf(out, len, "...%.*s", (int)(n - from), text + from);
+}
+
+/*
+ * A str object of the target as printable UTF-8. Only compact strings
+ * (every identifier and code object file name is one) are read; the
+ * "kind" says 1, 2 or 4 bytes per character (latin-1, UCS-2, UCS-4).
+ */
+static bool py_str__read(struct proc *p, const struct py_layout *l, uint64_t obj, char *out,
+			 size_t len, bool tail)
+{
+	uint8_t hdr[0x48], *raw;
+	char *text;
+	uint64_t length, skip = 0;
+	uint32_t state, kind;
+	size_t n = 0, hdr_len = l->str_ascii;
+	uint64_t data;
+	bool ok;
+
+	if (!proc__read(p, obj, hdr, hdr_len))
+		return false;
+	length = word__at(hdr, PY_STR_LENGTH);
+	state = u32__at(hdr, PY_STR_STATE);
+	kind = (state >> 2) & 7;
+	if (!(state & 0x20) || (kind != 1 && kind != 2 && kind != 4) || length > (1ull << 30))
+		return false;
+	if ((state & 0x40) && kind != 1)
+		return false;
+	data = obj + ((state & 0x40) ? l->str_ascii : l->str_compact);
+	if (length > STR_MAX_CHARS) {
+		skip = tail ? length - STR_MAX_CHARS : 0;
+		length = STR_MAX_CHARS;
+	}
+	raw = malloc(length * kind + 1);
+	text = malloc(length * 4 + 1);
+	ok = raw && text && (length == 0 || proc__read(p, data + skip * kind, raw, length * kind));
+	for (uint64_t i = 0; ok && i < length; i++) {
+		uint32_t cp = kind == 1 ? raw[i] : kind == 2 ? (uint32_t)raw[2 * i] |
+			      (uint32_t)raw[2 * i + 1] << 8 : u32__at(raw, 4 * i);
+
+		n += utf8__put(cp, text + n);
+	}
+	if (ok)
+		utf8__fit(text, n, out, len, tail);
+	free(raw);
+	free(text);
+	return ok;
+}
+
+/* A bytes object's contents, at most max bytes; *n gets how many were read. */
+static uint8_t *py_bytes__read(struct proc *p, uint64_t obj, size_t max, size_t *n)
+{
+	uint8_t hdr[PY_BYTES_DATA], *buf;
+	uint64_t size;
+
+	*n = 0;
+	if (!proc__read(p, obj, hdr, sizeof(hdr)))
+		return NULL;
+	size = word__at(hdr, PY_OB_SIZE);
+	if ((int64_t)size <= 0)
+		return NULL;
+	if (size > max)
+		size = max;
+	buf = malloc(size);
+	if (!buf || !proc__read(p, obj + PY_BYTES_DATA, buf, size)) {
+		free(buf);
+		return NULL;
+	}
+	*n = size;
+	return buf;
+}
+
+/* Its type is named "code": the address holds a code object (3.13's f_executable may not). */
+static bool py_code__is_code(struct proc *p, const uint8_t *code)
+{
+	uint64_t type = word__at(code, PY_OB_TYPE), name;
+	char buf[8];
+
+	return proc__read(p, type + PY_TP_NAME, &name, sizeof(name)) &&
+	       proc__read(p, name, buf, 5) && !memcmp(buf, "code", 5);
+}
+
+static struct code_info *code__load(struct proc *p, const struct py_layout *l, uint64_t addr)
+{
+	uint8_t code[PY_CODE_READ];
+	struct code_info *c;
+	uint64_t name;
+
+	if (!p || !proc__read(p, addr, code, sizeof(code)) || !py_code__is_code(p, code))
+		return NULL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->pid = proc__pid(p);
+	c->addr = addr;
+	c->first = (int)u32__at(code, l->co_firstlineno);
+	name = word__at(code, l->co_qualname ? l->co_qualname : l->co_name);
+	if (!py_str__read(p, l, name, c->name, sizeof(c->name), false) ||
+	    !py_str__read(p, l, word__at(code, l->co_filename), c->file, sizeof(c->file), true)) {
+		free(c);
+		return NULL;
+	}
+	/* no line table only costs the line, not the frame */
+	c->lines = py_bytes__read(p, word__at(code, l->co_lines), LINES_MAX, &c->nlines);
+	if (!c->file[0])
+		snprintf(c->file, sizeof(c->file), "?");
+	return c;
+}
+
+/* The position as the line table counts it (bytes or code units); < 0: not started. */
+static int64_t code__position(const struct py_layout *l, uint64_t addr, uint64_t pos)
+{
+	uint64_t base;
+
+	switch (l->pos) {
+	case POS_LASTI_BYTES:
+		return (int64_t)pos;
+	case POS_LASTI_UNITS:
+		return (int64_t)pos < 0 ? -1 : (int64_t)pos * 2;
+	case POS_INSTR_PTR:
+		base = addr + l->co_code_adaptive;
+		/* 3.11/3.12 point one unit before a frame's first instruction */
+		if (pos < base || pos - base > (1ull << 40))
+			return -1;
+		return (int64_t)((pos - base) / 2);
+	}
+	return -1;
+}
+
+static void frame__marker(struct frame *f, const char *text)
+{
+	memset(f, 0, sizeof(*f));
+	f->kind = FRAME_PYTHON;
+	snprintf(f->func, sizeof(f->func), "%s", text);
+}
+
+int python__symbolize(struct python_syms *ps, struct proc *p, const struct lw_py_stack *st,
+		      struct frame *out, int max)
+{
+	const struct py_layout *l = layout__find(st->version);
+	int n = 0;
+	char buf[64];
+
+	if (max <= 0)
+		return 0;
+	if ((st->flags & LW_PY_STACK_UNSUPPORTED) || !l) {
+		snprintf(buf, sizeof(buf), "[python: unsupported %u.%u]", (st->version >> 8) & 0xff,
+			 st->version & 0xff);
+		frame__marker(&out[0], buf);
+		return 1;
+	}
+	for (__u32 i = 0; i < st->nframes && i < LW_PY_MAX_DEPTH && n < max; i++) {
+		const struct lw_py_frame *pf = &st->frames[i];
+		struct code_info *c, *uncached = NULL;
+		struct frame *f;
+
+		if (st->shims & (1ull << i))
+			continue;	/* an eval call's shim: its bit is on the frame before */
+		f = &out[n++];
+		c = ps && p ? code__lookup(ps, proc__pid(p), pf->code) : NULL;
+		if (!c) {
+			c = code__load(p, l, pf->code);
+			if (c && ps)
+				code__insert(ps, c);
+			else
+				uncached = c;
+		}
+		if (!c) {
+			frame__marker(f, "[python: unreadable]");
+			f->addr = pf->code;
+			continue;
+		}
+		memset(f, 0, sizeof(*f));
+		f->kind = FRAME_PYTHON;
+		f->addr = pf->code;
+		snprintf(f->func, sizeof(f->func), "%s", c->name);
+		snprintf(f->file, sizeof(f->file), "%s", c->file);
+		f->line = pyline__find(l->lines, c->lines, c->nlines, c->first,
+				       code__position(l, pf->code, pf->pos));
+		if (f->line < 0)
+			f->line = 0;
+		if (st->entries & (1ull << i))
+			f->offset = PYTHON_FRAME_ENTRY;
+		if (uncached) {
+			free(uncached->lines);
+			free(uncached);
+		}
+	}
+	if ((st->flags & LW_PY_STACK_TRUNCATED) && n < max)
+		frame__marker(&out[n++], "[python: truncated]");
+	else if ((st->flags & LW_PY_STACK_READ_ERROR) && n < max)
+		frame__marker(&out[n++], "[python: unreadable]");
+	return n;
+}

@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <stdlib.h>
+#include <string.h>
+#include "kernel/collector.h"
+#include "proc/procs.h"
+#include "symbols/python.h"
+#include "symbols/symbols.h"
+#include "tracker/probes.h"
+#include "tracker/tracker.h"
+
+#define TRACKER_HASH 1024
+/* processes set up at once; past this many, new loop processes go unprobed */
+#define TRACKER_MAX 8192
+
+struct tracked {
+	__u32 pid;
+	__u64 start_time;
+	bool python;		/* has an entry in the walker's table */
+	struct tracked *hnext;
+};
+
+struct tracker {
+	struct collector *c;
+	struct procs *procs;
+	struct symbols *syms;
+	struct probes *probes;
+	struct tracked *hash[TRACKER_HASH];
+	size_t n;
+};
+
+struct tracker *tracker__new(struct collector *c, struct procs *procs, struct symbols *syms,
+			     struct probes *probes)
+{
+	struct tracker *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->c = c;
+	t->procs = procs;
+	t->syms = syms;
+	t->probes = probes;
+	return t;
+}
+
+void tracker__free(struct tracker *t)
+{
+	if (!t)
+		return;
+	for (unsigned int h = 0; h < TRACKER_HASH; h++) {
+		while (t->hash[h]) {
+			struct tracked *k = t->hash[h];
+
+			t->hash[h] = k->hnext;
+			free(k);
+		}
+	}
+	free(t);
+}
+
+static struct tracked **tracker__slot(struct tracker *t, __u32 pid)
+{
+	struct tracked **pp = &t->hash[pid % TRACKER_HASH];
+
+	while (*pp && (*pp)->pid != pid)
+		pp = &(*pp)->hnext;
+	return pp;
+}
+
+/* The process is gone, or its pid names another now: its kernel entries go. */
+static void tracker__drop(struct tracker *t, struct tracked **pp)
+{
+	struct tracked *k = *pp;
+
+	if (k->python)
+		collector__set_python(t->c, k->pid, NULL);
+	*pp = k->hnext;
+	free(k);
+	t->n--;
+}
+
+/*
+ * A CPython process: the BPF side walks its frames from now on. Anything
+ * else drops what a previous owner of the pid left.
+ */
+static bool tracker__setup_python(struct tracker *t, struct proc *p)
+{
+	struct lw_py_proc cfg;
+	__u32 pid = (__u32)proc__pid(p);
+
+	if (python__detect(p, &cfg, NULL, 0) >= 0 && !collector__set_python(t->c, pid, &cfg))
+		return true;
+	collector__set_python(t->c, pid, NULL);
+	return false;
+}
+
+void tracker__new_loop(struct tracker *t, __u32 pid)
+{
+	struct proc *p = procs__get(t->procs, (int)pid);
+	struct tracked **pp, *k;
+
+	if (!p)
+		return;
+	pp = tracker__slot(t, pid);
+	if (*pp && (*pp)->start_time == proc__start_time(p))
+		return;	/* another thread of a process already set up */
+	if (*pp)
+		tracker__drop(t, pp);
+	if (t->n >= TRACKER_MAX)
+		return;
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return;
+	k->pid = pid;
+	k->start_time = proc__start_time(p);
+	/* the pid may have served another process before: nothing of it may stay */
+	symbols__forget(t->syms, (int)pid);
+	/* its maps now, while it surely lives: a stall just before exit still resolves */
+	proc__maps(p, true);
+	symbols__warm(t->syms, (int)pid);
+	k->python = tracker__setup_python(t, p);
+	probes__scan(t->probes, p);
+	k->hnext = *pp;
+	*pp = k;
+	t->n++;
+}
+
+void tracker__rescan(struct tracker *t)
+{
+	probes__begin_scan(t->probes);
+	for (unsigned int h = 0; h < TRACKER_HASH; h++) {
+		struct tracked **pp = &t->hash[h];
+
+		while (*pp) {
+			struct proc *p = procs__get(t->procs, (int)(*pp)->pid);
+
+			if (!p || !proc__alive(p) || proc__start_time(p) != (*pp)->start_time) {
+				tracker__drop(t, pp);
+				continue;
+			}
+			/* Python imports _json on first use: libraries come late */
+			proc__maps(p, true);
+			probes__scan(t->probes, p);
+			pp = &(*pp)->hnext;
+		}
+	}
+	probes__end_scan(t->probes);
+}
+
+bool tracker__names(struct tracker *t, __u32 pid, __u32 tid, char *comm, char *thread)
+{
+	struct proc *p = procs__get(t->procs, (int)pid);
+
+	return p && proc__alive(p) && proc__comm(p, (int)pid, comm, LW_COMM_LEN) &&
+	       proc__comm(p, (int)tid, thread, LW_COMM_LEN);
+}
+
+void tracker__facts(struct tracker *t, __u32 pid, char *exe, size_t exe_len, char *cgroup,
+		    size_t cgroup_len)
+{
+	struct proc *p = procs__get(t->procs, (int)pid);
+
+	exe[0] = cgroup[0] = '\0';
+	if (!p)
+		return;
+	if (!proc__exe(p, exe, exe_len))
+		exe[0] = '\0';
+	if (!proc__cgroup(p, cgroup, cgroup_len))
+		cgroup[0] = '\0';
+}
+
+void tracker__probe_label(const struct tracker *t, __u32 id, char *buf, size_t len)
+{
+	probes__label(t->probes, id, buf, len);
+}

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * One owner for each traced process: the only code that writes per-process
+ * BPF state and runs per-process setup. A new loop process: its maps read
+ * while it lives, its runtime detected (CPython: the frame walker's layout
+ * into the kernel's table), its catalogued libraries probed. Every
+ * rescan: libraries loaded since, and the processes that are gone (or
+ * whose pid now names another process) let go.
+ */
+#ifndef LOOPWATCH_TRACKER_TRACKER_H
+#define LOOPWATCH_TRACKER_TRACKER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include "lib/lwtypes.h"
+
+struct collector;
+struct probes;
+struct procs;
+struct symbols;
+struct tracker;
+
+struct tracker *tracker__new(struct collector *c, struct procs *procs, struct symbols *syms,
+			     struct probes *probes);
+void tracker__free(struct tracker *t);
+/* A thread of pid entered its first wait call: set the process up, once. */
+void tracker__new_loop(struct tracker *t, __u32 pid);
+/* Every tracked process again: libraries loaded late, processes gone. */
+void tracker__rescan(struct tracker *t);
+/* A live thread's process and thread names (LW_COMM_LEN each); false when gone. */
+bool tracker__names(struct tracker *t, __u32 pid, __u32 tid, char *comm, char *thread);
+/* A process's executable and cgroup path, "" when unknown. */
+void tracker__facts(struct tracker *t, __u32 pid, char *exe, size_t exe_len, char *cgroup,
+		    size_t cgroup_len);
+/* The label of a probe id (the bpf_cookie of its uprobes). */
+void tracker__probe_label(const struct tracker *t, __u32 id, char *buf, size_t len);
+
+#endif
