@@ -39,15 +39,20 @@ static int stack__culprit(const struct stack_report *s, bool python)
 	return first;
 }
 
+int stack_report__culprit(const struct stack_report *s)
+{
+	int first = stack__culprit(s, true);
+
+	return first >= 0 ? first : stack__culprit(s, false);
+}
+
 /* The two frames that best name a culprit: Python code when there is any. */
 void stack_report__top(const struct stack_report *s, char *buf, size_t len)
 {
-	int first = stack__culprit(s, true), shown = 0;
-	bool python = first >= 0;
+	int first = stack_report__culprit(s), shown = 0;
+	bool python = first >= 0 && s->frames[first].kind == FRAME_PYTHON;
 	size_t used = 0;
 
-	if (!python)
-		first = stack__culprit(s, false);
 	buf[0] = '\0';
 	if (first < 0) {
 		snprintf(buf, len, "[unknown]");

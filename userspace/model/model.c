@@ -19,8 +19,9 @@ struct model *model__new(__u64 stuck_ns)
 		return NULL;
 	m->stuck_ns = stuck_ns;
 	m->hash = calloc(MODEL_HASH, sizeof(*m->hash));
-	if (!m->hash) {
-		free(m);
+	m->attr = attribution__new();
+	if (!m->hash || !m->attr) {
+		model__free(m);
 		return NULL;
 	}
 	return m;
@@ -37,6 +38,7 @@ void model__free(struct model *m)
 	free(m->syscalls);
 	free(m->probes);
 	free(m->hash);
+	attribution__free(m->attr);
 	free(m);
 }
 
@@ -124,6 +126,15 @@ static struct loop_thread *model__add(struct model *m, const struct lw_loop *sna
 	return t;
 }
 
+/* How long the thread has been inside its current iteration (0: waiting). */
+static __u64 loop_thread__busy_now(const struct loop_thread *t, __u64 now)
+{
+	const struct lw_loop *s = &t->snap;
+
+	return !t->exited && !s->in_wait && s->busy_start_ns && now > s->busy_start_ns ?
+	       now - s->busy_start_ns : 0;
+}
+
 static void model__ingest(const struct lw_loop *snap, void *arg)
 {
 	struct model *m = arg;
@@ -137,6 +148,8 @@ static void model__ingest(const struct lw_loop *snap, void *arg)
 	t->seen = true;
 	if (snap->flags & LW_THREAD_EXITED)
 		t->exited = true;
+	/* fresh at every drain: a hung loop's age is read between intervals too */
+	t->busy_now_ns = loop_thread__busy_now(t, clock__mono_ns());
 	if (!t->exited && m->src->names) {
 		char comm[LW_COMM_LEN], thread[LW_COMM_LEN];
 
@@ -183,19 +196,18 @@ void model__end_interval(struct model *m, double interval_s, double run_s)
 	m->run_s = run_s;
 	for (size_t i = 0; i < m->nthreads; i++) {
 		struct loop_thread *t = m->threads[i];
-		const struct lw_loop *s = &t->snap;
 
 		loop_view__delta(&t->interval, &t->snap, &t->prev, &m->scratch);
 		/*
 		 * A loop that never comes back to its wait call has no iteration
 		 * to report: a hung loop must not vanish from the view.
 		 */
-		t->busy_now_ns = !t->exited && !s->in_wait && s->busy_start_ns &&
-				 now > s->busy_start_ns ? now - s->busy_start_ns : 0;
+		t->busy_now_ns = loop_thread__busy_now(t, now);
 		t->active = t->interval.iterations > 0 ||
 			    (m->stuck_ns && t->busy_now_ns >= m->stuck_ns);
 		t->prev = t->snap;
 	}
+	attribution__end_interval(m->attr);
 }
 
 void loop_thread__summary(const struct loop_thread *t, struct loop_view *out)
@@ -312,6 +324,7 @@ void model__add_stall(struct model *m, const struct stall_report *r)
 {
 	size_t idx = model__offender_index(m, r), slot;
 
+	attribution__add_stall(m->attr, r);
 	if (idx == (size_t)-1)
 		return;
 	offender__add(&m->offenders[idx], r->cause, r->duration_ns, r->ts);
@@ -456,17 +469,24 @@ static int probe_agg__cmp(const void *a, const void *b)
 	return x->total_ns < y->total_ns ? 1 : x->total_ns > y->total_ns ? -1 : 0;
 }
 
+__u64 model__process_busy_ns(const struct model *m, __u32 pid, bool interval)
+{
+	__u64 busy = 0;
+
+	for (size_t t = 0; t < m->nthreads; t++) {
+		if (m->threads[t]->pid == pid)
+			busy += interval ? m->threads[t]->interval.busy_ns : m->threads[t]->snap.busy_ns;
+	}
+	return busy;
+}
+
 /* Shares of busy time, then the largest first. */
 static void model__finish_probes(struct model *m)
 {
 	for (size_t i = 0; i < m->nprobes; i++) {
 		struct probe_agg *a = &m->probes[i];
-		__u64 busy = 0;
+		__u64 busy = model__process_busy_ns(m, a->pid, false);
 
-		for (size_t t = 0; t < m->nthreads; t++) {
-			if (m->threads[t]->pid == a->pid)
-				busy += m->threads[t]->snap.busy_ns;
-		}
 		a->busy_share = busy ? (double)a->busy_ns / (double)busy : 0;
 		if (a->busy_share > 1)
 			a->busy_share = 1;

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include "lib/hist.h"
+#include "model/attribution.h"
 #include "model/report.h"
 
 #define MODEL_RECENT_STALLS 1024
@@ -129,6 +130,7 @@ struct model {
 	double run_s;		/* time since tracing started */
 	__u64 events_dropped;	/* kernel self counters, at the last aggregates drain */
 	__u64 loops_full;
+	struct attribution *attr;	/* stall time by function (attribution.c) */
 	struct lw_hist scratch;	/* one interval's histogram, while it is computed */
 	const struct model_source *src;	/* of the drain under way */
 };
@@ -156,6 +158,8 @@ void model__add_stall(struct model *m, const struct stall_report *r);
  */
 struct offender *model__offenders(const struct model *m, double since_ts, size_t *n);
 enum stall_cause offender__cause(const struct offender *o);
+/* Loop busy time of pid's threads: over the run, or in the last interval. */
+__u64 model__process_busy_ns(const struct model *m, __u32 pid, bool interval);
 double loop_view__utilization(const struct loop_view *v);
 
 #endif

@@ -87,6 +87,12 @@ const char *stall_cause__name(enum stall_cause c);
 /* The largest of the three: on CPU, blocked, waiting for a CPU. */
 enum stall_cause stall_cause__of(__u64 oncpu_ns, __u64 blocked_ns, __u64 runq_ns);
 void stack_report__clear(struct stack_report *s);
+/*
+ * The frame that names the culprit of one stack: the user's Python code when
+ * there is any, else the first native frame outside libc and the loader;
+ * -1 when none (culprit.c).
+ */
+int stack_report__culprit(const struct stack_report *s);
 /* The frames that best name a culprit in one stack: the user's code first (culprit.c). */
 void stack_report__top(const struct stack_report *s, char *buf, size_t len);
 /* The stack that explains the stall's dominant cause: most samples, or longest. */

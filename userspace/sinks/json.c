@@ -39,6 +39,44 @@ static void loop_view__json(FILE *out, const char *type, double ts,
 		json__ms(v->lag.max_ns));
 }
 
+static void causes__json(FILE *out, const char *name, const __u64 *ns)
+{
+	fprintf(out, ",\"%s\":{\"cpu\":%.3f,\"blocked\":%.3f,\"runq\":%.3f}", name,
+		json__ms(ns[CAUSE_CPU]), json__ms(ns[CAUSE_BLOCKED]), json__ms(ns[CAUSE_RUNQ]));
+}
+
+/* Stall time by function (model/attribution.h), of the last interval or of the run. */
+static void functions__json(FILE *out, const struct model *m, double ts, bool interval)
+{
+	size_t n;
+	const struct func_stat **v = attribution__sorted(m->attr, interval, FUNC_SORT_INCL, 0, &n);
+
+	for (size_t i = 0; v && i < n; i++) {
+		const struct func_stat *f = v[i];
+		const struct func_times *t = interval ? &f->interval : &f->run;
+		__u64 busy = model__process_busy_ns(m, f->pid, interval);
+
+		fprintf(out, "{\"type\":\"%s\",\"ts\":%.3f,\"pid\":%u,\"comm\":",
+			interval ? "function_interval" : "function_summary", ts, f->pid);
+		json__string(out, f->comm);
+		fprintf(out, ",\"kind\":\"%s\",\"func\":", f->kind == FRAME_PYTHON ? "python" :
+			"native");
+		json__string(out, f->func);
+		fputs(f->kind == FRAME_PYTHON ? ",\"file\":" : ",\"module\":", out);
+		json__string(out, f->where);
+		if (f->kind == FRAME_PYTHON)
+			fprintf(out, ",\"line\":%d", f->line);
+		causes__json(out, "self_ms", t->self_ns);
+		causes__json(out, "incl_ms", t->incl_ns);
+		fprintf(out, ",\"busy_share\":%.4f,\"stalls\":%llu,\"via\":",
+			busy ? (double)func_times__self(t) / (double)busy : 0.0,
+			(unsigned long long)f->stalls);
+		json__string(out, f->via);
+		fputs("}\n", out);
+	}
+	free(v);
+}
+
 static void json__interval(struct sink *s, const struct model *m, double ts)
 {
 	FILE *out = s->priv;
@@ -48,6 +86,7 @@ static void json__interval(struct sink *s, const struct model *m, double ts)
 	for (size_t i = 0; v && i < n; i++)
 		loop_view__json(out, "interval", ts, v[i], &v[i]->interval);
 	free(v);
+	functions__json(out, m, ts, true);
 	fflush(out);
 }
 
@@ -92,6 +131,7 @@ static int json__summary(struct sink *s, const struct model *m, double ts)
 	FILE *out = s->priv;
 	syscalls__json(out, m, ts);
 	probes__json(out, m, ts);
+	functions__json(out, m, ts, false);
 	struct loop_view sum;
 	size_t n;
 	struct loop_thread **v = model__sorted(m, true, &n);

@@ -92,3 +92,23 @@ void syscall_row__format(char *buf, size_t len, const struct syscall_agg *a)
 		 a->name, (unsigned long long)a->count, ms(a->total_ns), ms(a->lat.p50_ns),
 		 ms(a->lat.p99_ns), ms(a->lat.max_ns));
 }
+
+const char *func_row__header(void)
+{
+	return "    PID COMM             %BUSY   SELFms    CPUms BLOCKEDms   RUNQms   INCLms"
+	       " STALLS FUNCTION";
+}
+
+void func_row__format(char *buf, size_t len, const struct func_stat *f,
+		      const struct func_times *t, __u64 busy_ns)
+{
+	__u64 self = func_times__self(t);
+	char name[FUNC_NAME_LEN + FUNC_WHERE_LEN + 16];
+
+	func_stat__name(f, name, sizeof(name));
+	snprintf(buf, len, "%7u %-15s %6.1f %8.1f %8.1f %9.1f %8.1f %8.1f %6llu %s", f->pid,
+		 f->comm, busy_ns ? 100.0 * (double)self / (double)busy_ns : 0.0, ms(self),
+		 ms(t->self_ns[CAUSE_CPU]), ms(t->self_ns[CAUSE_BLOCKED]),
+		 ms(t->self_ns[CAUSE_RUNQ]), ms(func_times__incl(t)),
+		 (unsigned long long)f->stalls, name);
+}

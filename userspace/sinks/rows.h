@@ -26,6 +26,10 @@ const char *offender_row__header(void);
 void offender_row__format(char *buf, size_t len, const struct offender *o);
 const char *probe_row__header(void);
 void probe_row__format(char *buf, size_t len, const struct probe_agg *a);
+/* One function: self time by cause, inclusive, and self over the process's busy_ns. */
+const char *func_row__header(void);
+void func_row__format(char *buf, size_t len, const struct func_stat *f,
+		      const struct func_times *t, __u64 busy_ns);
 const char *syscall_row__header(void);
 void syscall_row__format(char *buf, size_t len, const struct syscall_agg *a);
 

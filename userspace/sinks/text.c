@@ -54,11 +54,12 @@ static void text__stall(struct sink *s, const struct stall_report *r)
 static void text__block(struct sink *s, const struct block_report *r)
 {
 	FILE *out = s->priv;
-	char when[16];
+	char when[16], top[256];
 
 	time__format(when, sizeof(when), r->ts);
-	fprintf(out, "%s BLOCK %u/%u %s %s %.1f ms%s%s\n", when, r->pid, r->tid, r->comm,
-		r->syscall, ms(r->duration_ns), r->path[0] ? " " : "", r->path);
+	stack_report__top(&r->stack, top, sizeof(top));
+	fprintf(out, "%s BLOCK %u/%u %s %s %.1f ms%s%s; %s\n", when, r->pid, r->tid, r->comm,
+		r->syscall, ms(r->duration_ns), r->path[0] ? " " : "", r->path, top);
 	fflush(out);
 }
 
@@ -119,6 +120,25 @@ static void offenders__print(FILE *out, const struct model *m)
 	free(v);
 }
 
+static void functions__print(FILE *out, const struct model *m)
+{
+	char row[512];
+	size_t n;
+	const struct func_stat **v = attribution__sorted(m->attr, false, FUNC_SORT_SELF, 0, &n);
+
+	if (v && n) {
+		fprintf(out, "\nTop functions (stall time by function: SELF in its own code and "
+			"what it called\nin libc, the kernel or the Python stdlib; %%BUSY: SELF "
+			"over the process's loop busy time):\n%s\n", func_row__header());
+		for (size_t i = 0; i < n && i < TEXT_SUMMARY_ROWS; i++) {
+			func_row__format(row, sizeof(row), v[i], &v[i]->run,
+					 model__process_busy_ns(m, v[i]->pid, false));
+			fprintf(out, "%s\n", row);
+		}
+	}
+	free(v);
+}
+
 void text__summary_print(FILE *out, const struct model *m)
 {
 	struct loop_view sum;
@@ -136,6 +156,7 @@ void text__summary_print(FILE *out, const struct model *m)
 	free(v);
 	syscalls__print(out, m);
 	probes__print(out, m);
+	functions__print(out, m);
 	offenders__print(out, m);
 	fflush(out);
 }
