@@ -31,12 +31,17 @@
 /* how often loop processes are rescanned for newly loaded catalogued files */
 #define PROBE_RESCAN_S 2.0
 
-static volatile sig_atomic_t exiting;
+/* a stuck check this close before the interval's drain waits for it */
+#define STUCK_COALESCE_S 0.1
+
+static volatile sig_atomic_t exiting, snapshot_wanted;
 
 static void signal__handle(int sig)
 {
-	(void)sig;
-	exiting = 1;
+	if (sig == SIGUSR1)
+		snapshot_wanted = 1;
+	else
+		exiting = 1;
 }
 
 /* Everything one run holds, torn down in one place. */
@@ -166,6 +171,11 @@ static void config__from_options(struct sink_config *cfg, const struct options *
 	cfg->prom_file = opts->prom_file;
 	cfg->prom_interval_s = opts->prom_interval_s;
 	cfg->prom_per_pid = opts->prom_per_pid;
+	cfg->folded = opts->folded;
+	cfg->folded_merge = opts->folded_merge;
+	cfg->trace = opts->trace;
+	cfg->report = opts->report;
+	cfg->threshold_ms = opts->threshold_ms;
 }
 
 static void collector_opts__from_options(struct collector_opts *copts, struct run *r)
@@ -231,7 +241,13 @@ static int run__open(struct run *r)
 		.model = r->model,
 		.sinks = r->sinks,
 		.stall_threshold_ns = copts.stall_threshold_ns,
+		.stuck = stuck_watch__new((__u64)(r->opts.stuck_after_s * 1e9),
+					  (__u64)(r->opts.stuck_every_s * 1e9)),
 	};
+	if (!r->events.stuck) {
+		snprintf(err, sizeof(err), "out of memory");
+		goto fail;
+	}
 	r->source = (struct model_source){
 		.ctx = r,
 		.loops = source__loops,
@@ -251,6 +267,7 @@ fail:
 static void run__close(struct run *r)
 {
 	sinks__close(r->sinks);
+	stuck_watch__free(r->events.stuck);
 	decoder__free(r->decoder);
 	tracker__free(r->tracker);
 	probes__free(r->probes);
@@ -298,11 +315,35 @@ static int run__wait(struct run *r, double deadline)
 	return 0;
 }
 
+/* Hung loops: stuck events due now; when to look again (0: at the next interval). */
+static double run__stuck(struct run *r, double next_interval)
+{
+	__u64 now_ns = clock__mono_ns(), due_ns = events__stuck(&r->events, now_ns);
+	double due = (double)due_ns / 1e9, after_s = r->opts.stuck_after_s;
+
+	if (after_s <= 0)
+		return 0;
+	/* a loop busy since just after this drain is seen in time by the next one */
+	if (!due_ns || due > (double)now_ns / 1e9 + after_s)
+		due = (double)now_ns / 1e9 + after_s;
+	/* the interval's drain is about to look anyway */
+	return due > next_interval - STUCK_COALESCE_S ? 0 : due;
+}
+
+/* SIGUSR1: the report files, now. */
+static void run__snapshot(struct run *r)
+{
+	snapshot_wanted = 0;
+	model__drain(r->model, &r->source, MODEL_LOOPS | MODEL_AGGREGATES);
+	sinks__snapshot(r->sinks, r->model, clock__wall());
+}
+
 static int run__loop(struct run *r)
 {
 	const struct options *opts = &r->opts;
 	double start = clock__mono(), last = start, next = start + opts->interval_s;
 	double end = opts->duration_s > 0 ? start + opts->duration_s : 0, next_rescan = 0;
+	double next_stuck = 0;
 	char err[256];
 	int ret;
 
@@ -317,6 +358,8 @@ static int run__loop(struct run *r)
 		due = sinks__due(r->sinks);
 		if (due > 0 && due < deadline)
 			deadline = due;
+		if (next_stuck > 0 && next_stuck < deadline)
+			deadline = next_stuck;
 		ret = run__wait(r, deadline);
 		if (ret) {
 			fprintf(stderr, "loopwatch: waiting for kernel events: %s\n", strerror(-ret));
@@ -333,6 +376,7 @@ static int run__loop(struct run *r)
 			while (next <= now)
 				next += opts->interval_s;
 			drained = true;
+			next_stuck = run__stuck(r, next);
 			if (now >= next_rescan) {
 				run__rescan(r);
 				next_rescan = now + PROBE_RESCAN_S;
@@ -340,6 +384,13 @@ static int run__loop(struct run *r)
 		}
 		if (stop)
 			break;
+		if (!drained && next_stuck > 0 && now >= next_stuck) {
+			model__drain(r->model, &r->source, MODEL_LOOPS);
+			drained = true;
+			next_stuck = run__stuck(r, next);
+		}
+		if (snapshot_wanted)
+			run__snapshot(r);
 		due = sinks__due(r->sinks);
 		if (due > 0 && now >= due) {
 			model__drain(r->model, &r->source,
@@ -366,6 +417,7 @@ int main(int argc, char **argv)
 	if (!status) {
 		signal(SIGINT, signal__handle);
 		signal(SIGTERM, signal__handle);
+		signal(SIGUSR1, signal__handle);
 		if (!r.opts.quiet)
 			fprintf(stderr, "loopwatch: tracing event loops%s; Ctrl-C to stop\n",
 				r.opts.npids ? " of the given pids" : "");

@@ -45,6 +45,12 @@ enum {
 	OPT_NO_BUILTIN_PROBES,
 	OPT_LIST_PROBES,
 	OPT_PROBE_THRESHOLD,
+	OPT_STUCK_AFTER,
+	OPT_STUCK_EVERY,
+	OPT_FOLDED,
+	OPT_FOLDED_MERGE,
+	OPT_TRACE,
+	OPT_REPORT,
 };
 
 static const struct option long_options[] = {
@@ -68,6 +74,12 @@ static const struct option long_options[] = {
 	{ "no-builtin-probes", no_argument, NULL, OPT_NO_BUILTIN_PROBES },
 	{ "list-probes", no_argument, NULL, OPT_LIST_PROBES },
 	{ "probe-threshold", required_argument, NULL, OPT_PROBE_THRESHOLD },
+	{ "stuck-after", required_argument, NULL, OPT_STUCK_AFTER },
+	{ "stuck-every", required_argument, NULL, OPT_STUCK_EVERY },
+	{ "folded", required_argument, NULL, OPT_FOLDED },
+	{ "folded-merge", no_argument, NULL, OPT_FOLDED_MERGE },
+	{ "trace", required_argument, NULL, OPT_TRACE },
+	{ "report", required_argument, NULL, OPT_REPORT },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ "help", no_argument, NULL, 'h' },
@@ -91,6 +103,17 @@ static const char options_help[] =
 "      --threshold MS      an iteration at or over MS is a stall (default 10)\n"
 "      --block-threshold MS  a syscall blocking the loop MS or more is reported (default 1)\n"
 "      --sample-hz HZ      CPU stack samples per second inside busy periods (default 997)\n"
+"      --stuck-after SECONDS  a loop inside one iteration this long is reported while\n"
+"                          it lasts, with its stacks so far (default 1; 0: never)\n"
+"      --stuck-every SECONDS  and again every SECONDS while it lasts (default 5)\n"
+"\n"
+"FILES (written at exit and on SIGUSR1, replaced atomically):\n"
+"      --folded FILE       folded stacks of stall time for flame graphs (flamegraph.pl,\n"
+"                          inferno, speedscope): cause;process;frames... microseconds\n"
+"      --folded-merge      one set of stacks for all processes: no process frame\n"
+"      --trace FILE        Chrome Trace Event JSON (Perfetto, chrome://tracing) of the\n"
+"                          last 10 minutes: stalls, blocking and probed calls per thread\n"
+"      --report FILE       a Markdown diagnosis per process: lag, causes, advice\n"
 "\n"
 "ALERTS:\n"
 "      --alert-ms MS       a stall over MS on a watched loop is an alert (default 10)\n"
@@ -305,6 +328,25 @@ static void option__apply(struct options *opts, int key, char *arg)
 	case OPT_LIST_PROBES:
 		opts->list_probes = true;
 		break;
+	case OPT_STUCK_AFTER:
+		opts->stuck_after_s = arg[0] == '0' && !arg[1] ? 0 :
+				      seconds__parse(arg, "--stuck-after", 0.01, 86400);
+		break;
+	case OPT_STUCK_EVERY:
+		opts->stuck_every_s = seconds__parse(arg, "--stuck-every", 0.1, 86400);
+		break;
+	case OPT_FOLDED:
+		opts->folded = path__check(arg, "--folded");
+		break;
+	case OPT_FOLDED_MERGE:
+		opts->folded_merge = true;
+		break;
+	case OPT_TRACE:
+		opts->trace = path__check(arg, "--trace");
+		break;
+	case OPT_REPORT:
+		opts->report = path__check(arg, "--report");
+		break;
 	case OPT_PROBE_THRESHOLD:
 		opts->probe_threshold_ms = ms__parse(arg, "--probe-threshold", 0.001, 600000);
 		break;
@@ -334,6 +376,8 @@ void options__parse(struct options *opts, int argc, char **argv)
 	opts->alert_ms = 10.0;
 	opts->alert_every_s = 10.0;
 	opts->probe_threshold_ms = 1.0;
+	opts->stuck_after_s = 1.0;
+	opts->stuck_every_s = 5.0;
 	opterr = 0;
 	while ((key = getopt_long(argc, argv, ":p:i:d:qvh", long_options, NULL)) != -1) {
 		if (key == '?')
@@ -346,4 +390,6 @@ void options__parse(struct options *opts, int argc, char **argv)
 		usage__fail("unexpected argument '%s'", argv[optind]);
 	if (opts->prom_per_pid && !opts->prom_file)
 		usage__fail("%s needs --prom-file", "--prom-per-pid");
+	if (opts->folded_merge && !opts->folded)
+		usage__fail("%s needs --folded", "--folded-merge");
 }

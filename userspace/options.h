@@ -36,6 +36,16 @@ struct options {
 	const char *alert_exec;	/* NULL: run nothing */
 	double alert_every_s;	/* per-process rate limit, 0: none */
 
+	/* hung loops: an iteration this long is reported live, then again every stuck_every_s */
+	double stuck_after_s;	/* 0: never */
+	double stuck_every_s;
+
+	/* files written at exit and on SIGUSR1 */
+	const char *folded;	/* folded stacks of stall time (flame graphs) */
+	bool folded_merge;	/* one stack set for every process, no process frame */
+	const char *trace;	/* Chrome Trace Event JSON (Perfetto) */
+	const char *report;	/* Markdown diagnosis */
+
 	/* function probes */
 	const char *probes[OPT_MAX_PROBES];	/* PATH_OR_LIB:SYMBOL[=label], as given */
 	int nprobes;

@@ -285,3 +285,74 @@ void decoder__probe(struct decoder *d, const struct lw_probe_event *e, struct pr
 	r->duration_ns = e->duration_ns;
 	stack__resolve(d, e->pid, e->cap.stack, NULL, &r->stack);
 }
+
+/* The open blocking call of a loop record as the event its end would send. */
+static void stuck__call(const struct lw_loop *l, __u64 now_ns, struct lw_block_event *b)
+{
+	memset(b, 0, sizeof(*b));
+	b->type = LW_EV_BLOCK;
+	b->pid = l->pid;
+	b->tid = l->tid;
+	b->nr = l->block.nr;
+	b->start_ns = l->block.start_ns;
+	b->duration_ns = now_ns > l->block.start_ns ? now_ns - l->block.start_ns : 0;
+	b->arg0 = l->block.arg0;
+	b->sleeps = l->block.sleeps;
+	b->cap = l->block.cap;
+	memcpy(b->path, l->block.path, sizeof(b->path));
+	memcpy(b->comm, l->comm, LW_COMM_LEN);
+}
+
+/*
+ * The iteration so far as the stall its end would send: the time off CPU
+ * right now is not in the kernel's sums yet (they grow when it is back on
+ * CPU), and the call it sleeps in is not among its closed calls.
+ */
+void decoder__stuck(struct decoder *d, const struct lw_loop *l, __u64 now_ns,
+		    struct stuck_report *r)
+{
+	/* ~4 KiB each, and one thread decodes: not on the stack */
+	static struct lw_stall_event e;
+	static struct lw_block_event b;
+	bool asleep = l->off_ns && l->off_blocked;
+
+	memset(r, 0, sizeof(*r));
+	memset(&e, 0, sizeof(e));
+	e.type = LW_EV_STALL;
+	e.pid = l->pid;
+	e.tid = l->tid;
+	e.start_ns = l->busy_start_ns;
+	e.duration_ns = now_ns > l->busy_start_ns ? now_ns - l->busy_start_ns : 0;
+	memcpy(e.comm, l->comm, LW_COMM_LEN);
+	memcpy(e.thread, l->thread, LW_COMM_LEN);
+	e.iter = l->iter;
+	if (l->off_ns && now_ns > l->off_ns) {
+		__u64 woke = asleep && l->wake_ns >= l->off_ns && l->wake_ns <= now_ns ?
+			     l->wake_ns : now_ns;
+
+		if (asleep) {
+			e.iter.blocked_ns += woke - l->off_ns;
+			e.iter.runq_ns += now_ns - woke;
+		} else {
+			e.iter.runq_ns += now_ns - l->off_ns;
+		}
+	}
+	r->in_call = asleep && l->block.start_ns;
+	if (r->in_call) {
+		stuck__call(l, now_ns, &b);
+		decoder__block(d, &b, &r->call);
+		if (e.iter.nblocks < LW_ITER_BLOCKS) {
+			struct lw_block_ref *ref = &e.iter.blocks[e.iter.nblocks++];
+
+			ref->cap = l->block.cap;
+			ref->nr = l->block.nr;
+			ref->sleeps = l->block.sleeps;
+			ref->ns = b.duration_ns;
+		}
+	}
+	decoder__stall(d, &e, &r->so_far);
+	/* where it is now names it best */
+	if (r->in_call && r->call.stack.nframes)
+		stack_report__top(&r->call.stack, r->so_far.top, sizeof(r->so_far.top));
+	r->now_ts = decoder__wall(d, now_ns);
+}

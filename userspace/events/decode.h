@@ -22,5 +22,8 @@ void decoder__free(struct decoder *d);
 void decoder__stall(struct decoder *d, const struct lw_stall_event *e, struct stall_report *out);
 void decoder__block(struct decoder *d, const struct lw_block_event *e, struct block_report *out);
 void decoder__probe(struct decoder *d, const struct lw_probe_event *e, struct probe_report *out);
+/* A loop record whose iteration has lasted until now_ns (CLOCK_MONOTONIC), as a report. */
+void decoder__stuck(struct decoder *d, const struct lw_loop *l, __u64 now_ns,
+		    struct stuck_report *out);
 
 #endif

@@ -12,6 +12,7 @@
 
 struct decoder;
 struct model;
+struct stuck_watch;
 struct sinks;
 struct tracker;
 
@@ -21,9 +22,20 @@ struct events {
 	struct model *model;
 	struct sinks *sinks;
 	__u64 stall_threshold_ns;	/* slower iterations than this are stalls */
+	struct stuck_watch *stuck;	/* NULL: hung loops are not reported live */
 };
 
 /* The collector's event callback; ctx is the struct events. */
 void events__handle(const void *event, size_t size, void *ctx);
+
+/* Hung loops (stuck.c): after --stuck-after, then every --stuck-every (both ns; 0: never). */
+struct stuck_watch *stuck_watch__new(__u64 after_ns, __u64 every_ns);
+void stuck_watch__free(struct stuck_watch *w);
+/*
+ * After a drain of the loop records: a stuck event for each loop thread
+ * whose iteration is due one at now_ns. Returns when the next one may be
+ * due (CLOCK_MONOTONIC ns), 0 when no loop is inside an iteration.
+ */
+__u64 events__stuck(struct events *ev, __u64 now_ns);
 
 #endif

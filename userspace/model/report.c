@@ -46,3 +46,9 @@ void probe_report__free(struct probe_report *r)
 {
 	stack_report__clear(&r->stack);
 }
+
+void stuck_report__free(struct stuck_report *r)
+{
+	stall_report__free(&r->so_far);
+	block_report__free(&r->call);
+}

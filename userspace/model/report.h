@@ -83,6 +83,19 @@ struct block_report {
 	struct stack_report stack;
 };
 
+/*
+ * A loop inside one iteration for longer than --stuck-after, not ended yet:
+ * the iteration so far as a stall (samples, blocking calls), and the call
+ * it is asleep in now, if any.
+ */
+struct stuck_report {
+	double now_ts;		/* unix seconds when this was seen; so_far.ts: the start */
+	int nth;		/* 1 for the first report of this iteration, then 2, 3... */
+	bool in_call;		/* asleep in a syscall right now: call */
+	struct stall_report so_far;	/* duration_ns: the iteration's age */
+	struct block_report call;	/* duration_ns: asleep in it this long */
+};
+
 const char *stall_cause__name(enum stall_cause c);
 /* The largest of the three: on CPU, blocked, waiting for a CPU. */
 enum stall_cause stall_cause__of(__u64 oncpu_ns, __u64 blocked_ns, __u64 runq_ns);
@@ -100,5 +113,6 @@ const struct stack_report *stall_report__main_stack(const struct stall_report *r
 void stall_report__free(struct stall_report *r);
 void block_report__free(struct block_report *r);
 void probe_report__free(struct probe_report *r);
+void stuck_report__free(struct stuck_report *r);
 
 #endif

@@ -17,6 +17,9 @@ struct alert_pid {
 	char comm[LW_COMM_LEN];
 	double last_ts;
 	__u64 suppressed;
+	/* the iteration last alerted while stuck: its stall, when it ends, is no news */
+	__u32 stuck_tid;
+	double stuck_start_ts;
 };
 
 struct alert_opts {
@@ -125,9 +128,10 @@ static void children__reap(void)
 }
 
 /* The program gets the facts as LOOPWATCH_* variables: no shell ever sees them. */
-static void alert__exec(struct alerter *a, const struct stall_report *r, __u64 suppressed)
+static void alert__exec(struct alerter *a, const struct stall_report *r, __u64 suppressed,
+			bool stuck)
 {
-	char vars[9][384], *envp[10], *argv[2];
+	char vars[10][384], *envp[11], *argv[2];
 	pid_t child;
 	int n = 0;
 
@@ -140,6 +144,7 @@ static void alert__exec(struct alerter *a, const struct stall_report *r, __u64 s
 	snprintf(vars[n++], sizeof(vars[0]), "LOOPWATCH_TOP_FRAME=%s", r->top);
 	snprintf(vars[n++], sizeof(vars[0]), "LOOPWATCH_SUPPRESSED=%llu",
 		 (unsigned long long)suppressed);
+	snprintf(vars[n++], sizeof(vars[0]), "LOOPWATCH_STUCK=%d", stuck);
 	snprintf(vars[n++], sizeof(vars[0]), "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:"
 		 "/usr/bin:/sbin:/bin");
 	for (int i = 0; i < n; i++)
@@ -160,7 +165,8 @@ static void alert__exec(struct alerter *a, const struct stall_report *r, __u64 s
 	}
 }
 
-static void alert__json(struct alerter *a, const struct stall_report *r, __u64 suppressed)
+static void alert__json(struct alerter *a, const struct stall_report *r, __u64 suppressed,
+			bool stuck)
 {
 	FILE *out = a->opts.json;
 
@@ -172,20 +178,26 @@ static void alert__json(struct alerter *a, const struct stall_report *r, __u64 s
 	fprintf(out, ",\"lag_ms\":%.3f,\"cause\":\"%s\",\"top\":", json__ms(r->duration_ns),
 		stall_cause__name(r->cause));
 	json__string(out, r->top);
-	fprintf(out, ",\"suppressed\":%llu}\n", (unsigned long long)suppressed);
+	fprintf(out, ",\"suppressed\":%llu,\"stuck\":%s}\n", (unsigned long long)suppressed,
+		stuck ? "true" : "false");
 	fflush(out);
 }
 
-static void alert__slow(struct sink *s, const struct stall_report *r)
+/*
+ * r: a slow iteration, or a stuck one so far. A hung loop alerts once per
+ * iteration whatever --alert-every says: it is the alert that matters most.
+ */
+static void alert__fire(struct alerter *a, const struct stall_report *r, bool stuck)
 {
-	struct alerter *a = s->priv;
 	struct alert_pid *p;
 	__u64 suppressed;
 
 	if ((double)r->duration_ns < a->opts.alert_ms * 1e6)
 		return;
 	p = alerter__slot(a, r->pid);
-	if (p->last_ts && a->opts.every_s > 0 && r->ts - p->last_ts < a->opts.every_s) {
+	if (!stuck && p->stuck_tid == r->tid && p->stuck_start_ts == r->ts)
+		return;
+	if (!stuck && p->last_ts && a->opts.every_s > 0 && r->ts - p->last_ts < a->opts.every_s) {
 		p->suppressed++;
 		return;
 	}
@@ -193,19 +205,37 @@ static void alert__slow(struct sink *s, const struct stall_report *r)
 	suppressed = p->suppressed;
 	p->suppressed = 0;
 	p->last_ts = r->ts;
+	if (stuck) {
+		p->stuck_tid = r->tid;
+		p->stuck_start_ts = r->ts;
+	}
 	if (a->opts.log_lines) {
-		fprintf(a->log, "loopwatch: ALERT %s[%u] thread %s[%u] stalled %.1f ms (%s): %s",
-			r->comm, r->pid, r->thread, r->tid, (double)r->duration_ns / 1e6,
-			stall_cause__name(r->cause), r->top);
+		fprintf(a->log, "loopwatch: ALERT %s[%u] thread %s[%u] %s %.1f ms (%s): %s",
+			r->comm, r->pid, r->thread, r->tid, stuck ? "stuck for" : "stalled",
+			(double)r->duration_ns / 1e6, stall_cause__name(r->cause), r->top);
+		if (stuck)
+			fputs(" (still running)", a->log);
 		if (suppressed)
 			fprintf(a->log, " (+%llu suppressed)", (unsigned long long)suppressed);
 		fputc('\n', a->log);
 		fflush(a->log);
 	}
 	if (a->opts.json)
-		alert__json(a, r, suppressed);
+		alert__json(a, r, suppressed, stuck);
 	if (a->opts.exec_path)
-		alert__exec(a, r, suppressed);
+		alert__exec(a, r, suppressed, stuck);
+}
+
+static void alert__slow(struct sink *s, const struct stall_report *r)
+{
+	alert__fire(s->priv, r, false);
+}
+
+/* Without waiting for the iteration to end: once, at its first stuck report. */
+static void alert__stuck(struct sink *s, const struct stuck_report *k)
+{
+	if (k->nth == 1)
+		alert__fire(s->priv, &k->so_far, true);
 }
 
 static void alert__close(struct sink *s)
@@ -228,5 +258,6 @@ const struct sink_ops alert_sink = {
 	.wanted = alert__wanted,
 	.open = alert__open,
 	.slow = alert__slow,
+	.stuck = alert__stuck,
 	.close = alert__close,
 };

@@ -173,6 +173,29 @@ static void json__frames(FILE *out, const struct stack_report *s)
 	fputc(']', out);
 }
 
+/* ,"stacks":[...] of a stall: CPU sample stacks, blocking calls, where it waited for a CPU */
+static void stacks__json(FILE *out, const struct stall_report *r)
+{
+	fputs(",\"stacks\":[", out);
+	for (int i = 0; i < r->nstacks; i++) {
+		const struct stack_report *s = &r->stacks[i];
+
+		fprintf(out, "%s{\"samples\":%d,\"cause\":\"%s\"", i ? "," : "", s->samples,
+			s->blocked ? "blocked" : s->runq ? "runq" : "cpu");
+		if (s->runq)
+			fprintf(out, ",\"ms\":%.3f", json__ms(s->ns));
+		if (s->blocked) {
+			fputs(",\"syscall\":", out);
+			json__string(out, s->syscall);
+			fprintf(out, ",\"ms\":%.3f", json__ms(s->ns));
+		}
+		fputs(",\"frames\":", out);
+		json__frames(out, s);
+		fputc('}', out);
+	}
+	fputc(']', out);
+}
+
 static void json__stall(struct sink *snk, const struct stall_report *r)
 {
 	FILE *out = snk->priv;
@@ -201,24 +224,9 @@ static void json__stall(struct sink *snk, const struct stall_report *r)
 		fprintf(out, ",\"count\":%u,\"ms\":%.3f}", r->probes[i].count,
 			json__ms(r->probes[i].ns));
 	}
-	fputs("],\"stacks\":[", out);
-	for (int i = 0; i < r->nstacks; i++) {
-		const struct stack_report *s = &r->stacks[i];
-
-		fprintf(out, "%s{\"samples\":%d,\"cause\":\"%s\"", i ? "," : "", s->samples,
-			s->blocked ? "blocked" : s->runq ? "runq" : "cpu");
-		if (s->runq)
-			fprintf(out, ",\"ms\":%.3f", json__ms(s->ns));
-		if (s->blocked) {
-			fputs(",\"syscall\":", out);
-			json__string(out, s->syscall);
-			fprintf(out, ",\"ms\":%.3f", json__ms(s->ns));
-		}
-		fputs(",\"frames\":", out);
-		json__frames(out, s);
-		fputc('}', out);
-	}
-	fputs("]}\n", out);
+	fputs("]", out);
+	stacks__json(out, r);
+	fputs("}\n", out);
 	fflush(out);
 }
 
@@ -257,6 +265,35 @@ static void json__probe(struct sink *s, const struct probe_report *r)
 	fflush(out);
 }
 
+static void json__stuck(struct sink *snk, const struct stuck_report *k)
+{
+	const struct stall_report *r = &k->so_far;
+	FILE *out = snk->priv;
+
+	fprintf(out, "{\"type\":\"stuck\",\"ts\":%.6f,\"start_ts\":%.6f,\"pid\":%u,"
+		"\"tid\":%u,\"comm\":", k->now_ts, r->ts, r->pid, r->tid);
+	json__string(out, r->comm);
+	fputs(",\"thread\":", out);
+	json__string(out, r->thread);
+	fprintf(out, ",\"report\":%d,\"busy_ms\":%.3f,\"oncpu_ms\":%.3f,\"blocked_ms\":%.3f,"
+		"\"runq_ms\":%.3f,\"cause\":\"%s\",\"top\":", k->nth, json__ms(r->duration_ns),
+		json__ms(r->oncpu_ns), json__ms(r->blocked_ns), json__ms(r->runq_ns),
+		stall_cause__name(r->cause));
+	json__string(out, r->top);
+	if (k->in_call) {
+		fputs(",\"syscall\":", out);
+		json__string(out, k->call.syscall);
+		fprintf(out, ",\"syscall_ms\":%.3f", json__ms(k->call.duration_ns));
+		if (k->call.fd >= 0) {
+			fprintf(out, ",\"fd\":%d,\"path\":", k->call.fd);
+			json__string(out, k->call.path);
+		}
+	}
+	stacks__json(out, r);
+	fputs("}\n", out);
+	fflush(out);
+}
+
 static void json__close(struct sink *s)
 {
 	(void)s;
@@ -270,6 +307,7 @@ const struct sink_ops json_sink = {
 	.stall = json__stall,
 	.block = json__block,
 	.probe = json__probe,
+	.stuck = json__stuck,
 	.summary = json__summary,
 	.close = json__close,
 };

@@ -57,6 +57,7 @@ struct prom_series {
 	struct prom_counts retired;	/* left behind by sources no longer counted live */
 	struct prom_counts total;	/* retired + live contributions, at the last fold */
 	int live;			/* attached threads that have not exited */
+	__u64 busy_now_ns;		/* the oldest current iteration of its live threads */
 	double dead_since;		/* when live fell to 0; < 0 while alive */
 	struct prom_series *hash_next;
 };
@@ -77,6 +78,7 @@ struct prom_source {
 	bool exited;
 	bool seen;
 	bool dropped;		/* its series went after the grace period */
+	__u64 busy_now_ns;	/* a loop thread's current iteration, 0 while it waits */
 	struct prom_source *hash_next;
 };
 
@@ -415,6 +417,7 @@ static void thread__fold(struct prom_registry *sp, const struct loop_thread *t)
 	labels__build(labels, sizeof(labels), t, sp->per_pid);
 	counts__from_thread(&now, t);
 	source__fold(sp, ps, labels, &now, t->exited);
+	ps->busy_now_ns = t->busy_now_ns;
 }
 
 static int thread__cmp_pid(const void *a, const void *b)
@@ -563,6 +566,7 @@ static void series__sum(struct prom_registry *sp, double now_s)
 		for (struct prom_series *s = sp->series[h]; s; s = s->hash_next) {
 			s->total = s->retired;
 			s->live = 0;
+			s->busy_now_ns = 0;
 		}
 	}
 	sp->nlive_threads = 0;
@@ -574,6 +578,8 @@ static void series__sum(struct prom_registry *sp, double now_s)
 			if (ps->exited)
 				continue;
 			ps->series->live++;
+			if (ps->busy_now_ns > ps->series->busy_now_ns)
+				ps->series->busy_now_ns = ps->busy_now_ns;
 			if (ps->kind == PROM_LOOP)
 				sp->nlive_threads++;
 		}
@@ -785,6 +791,21 @@ static void family__counter(FILE *out, struct prom_series **v, size_t n,
 	}
 }
 
+/* A hung loop has no iteration to count: its current one's age, live. */
+static void family__busy_now(FILE *out, struct prom_series **v, size_t n)
+{
+	const char *name = "loopwatch_loop_busy_now_seconds";
+
+	family__header(out, name, "gauge",
+		       "How long the longest-running current iteration of the series' loop "
+		       "threads has lasted so far (0 while they all wait): a hung loop grows it.");
+	for (size_t i = 0; i < n; i++) {
+		fprintf(out, "%s{%s} ", name, v[i]->labels);
+		seconds__print(out, v[i]->busy_now_ns);
+		fputc('\n', out);
+	}
+}
+
 static void family__self(FILE *out, const struct prom_registry *sp, const struct model *m)
 {
 	family__header(out, "loopwatch_build_info", "gauge",
@@ -820,6 +841,7 @@ void prom_registry__render(struct prom_registry *sp, const struct model *m, doub
 	prom_registry__fold(sp, m, now_s);
 	v = series__sorted(sp, kind, &n);
 	family__histogram(out, v, n);
+	family__busy_now(out, v, n);
 	for (size_t i = 0; i < PROM_NCOUNTERS; i++) {
 		if (prom_counters[i].kind != kind) {
 			kind = prom_counters[i].kind;

@@ -26,6 +26,13 @@ struct sink_config {
 	const char *alert_exec;	/* NULL: run nothing */
 	double alert_every_s;	/* per-process rate limit; 0: none */
 
+	/* files written at exit and on SIGUSR1; NULL: none */
+	const char *folded;
+	bool folded_merge;
+	const char *trace;
+	const char *report;
+	double threshold_ms;	/* --threshold: the lag target the report measures against */
+
 	/* Prometheus textfile */
 	const char *prom_file;	/* NULL: none */
 	double prom_interval_s;
@@ -56,6 +63,10 @@ struct sink_ops {
 	void (*stall)(struct sink *s, const struct stall_report *r);
 	void (*block)(struct sink *s, const struct block_report *r);
 	void (*probe)(struct sink *s, const struct probe_report *r);
+	/* A loop still inside an iteration past --stuck-after (again every --stuck-every). */
+	void (*stuck)(struct sink *s, const struct stuck_report *r);
+	/* SIGUSR1: write what the run has found so far (report files); tracing goes on. */
+	void (*snapshot)(struct sink *s, const struct model *m, double ts);
 	/* When the sink next wants flush (CLOCK_MONOTONIC seconds); 0: never. */
 	double (*due)(const struct sink *s);
 	/* Periodic work at its own pace (a metrics file), with every aggregate drained. */
@@ -90,6 +101,8 @@ void sinks__slow(struct sinks *set, const struct stall_report *r);
 void sinks__stall(struct sinks *set, const struct stall_report *r);
 void sinks__block(struct sinks *set, const struct block_report *r);
 void sinks__probe(struct sinks *set, const struct probe_report *r);
+void sinks__stuck(struct sinks *set, const struct stuck_report *r);
+void sinks__snapshot(struct sinks *set, const struct model *m, double ts);
 /* The earliest due time of any sink; 0: none. */
 double sinks__due(const struct sinks *set);
 /* Flush every sink that is due at now. */

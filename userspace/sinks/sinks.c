@@ -117,6 +117,22 @@ void sinks__probe(struct sinks *set, const struct probe_report *r)
 	}
 }
 
+void sinks__stuck(struct sinks *set, const struct stuck_report *r)
+{
+	sinks__each(set, s) {
+		if (s->ops->stuck)
+			s->ops->stuck(s, r);
+	}
+}
+
+void sinks__snapshot(struct sinks *set, const struct model *m, double ts)
+{
+	sinks__each(set, s) {
+		if (s->ops->snapshot)
+			s->ops->snapshot(s, m, ts);
+	}
+}
+
 double sinks__due(const struct sinks *set)
 {
 	double first = 0;

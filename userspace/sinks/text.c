@@ -74,6 +74,24 @@ static void text__probe(struct sink *s, const struct probe_report *r)
 	fflush(out);
 }
 
+static void text__stuck(struct sink *s, const struct stuck_report *k)
+{
+	const struct stall_report *r = &k->so_far;
+	FILE *out = s->priv;
+	char when[16], call[320] = "";
+
+	time__format(when, sizeof(when), k->now_ts);
+	if (k->in_call)
+		snprintf(call, sizeof(call), " in %s for %.1f s%s%s;", k->call.syscall,
+			 (double)k->call.duration_ns / 1e9, k->call.path[0] ? " " : "",
+			 k->call.path);
+	fprintf(out, "%s STUCK %u/%u %s/%s %.1f s so far: cpu %.1f blocked %.1f runq %.1f ms;%s "
+		"%s: %s\n", when, r->pid, r->tid, r->comm, r->thread,
+		(double)r->duration_ns / 1e9, ms(r->oncpu_ns), ms(r->blocked_ns), ms(r->runq_ns),
+		call, stall_cause__name(r->cause), r->top);
+	fflush(out);
+}
+
 static void probes__print(FILE *out, const struct model *m)
 {
 	char row[256];
@@ -181,6 +199,7 @@ const struct sink_ops text_sink = {
 	.stall = text__stall,
 	.block = text__block,
 	.probe = text__probe,
+	.stuck = text__stuck,
 	.summary = text__summary,
 	.close = text__close,
 };
