@@ -5,6 +5,7 @@
 #include "sinks/sink.h"
 
 extern const struct sink_ops tui_sink, text_sink, json_sink, alert_sink, prom_sink;
+extern const struct sink_ops folded_sink, trace_sink, diagnosis_sink;
 
 /* Every output; the order is the order each event reaches them. */
 static const struct sink_ops *const registry[] = {
@@ -13,6 +14,7 @@ static const struct sink_ops *const registry[] = {
 	&json_sink,
 	&alert_sink,
 	&prom_sink,
+	&folded_sink,
 };
 
 #define NSINKS (sizeof(registry) / sizeof(registry[0]))
