@@ -15,6 +15,7 @@ static const struct sink_ops *const registry[] = {
 	&alert_sink,
 	&prom_sink,
 	&folded_sink,
+	&diagnosis_sink,
 };
 
 #define NSINKS (sizeof(registry) / sizeof(registry[0]))

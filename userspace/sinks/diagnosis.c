@@ -1,0 +1,446 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The diagnosis: a Markdown report per process, written at exit and on
+ * SIGUSR1 (--report FILE). Lag against the target (--threshold), how busy
+ * the loop is, the culprits ranked by their share of stall time with one
+ * line of advice each, the blocking calls by syscall and file or peer, the
+ * share of waiting for a CPU, the probed calls and the hung loops seen.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "lib/hist.h"
+#include "sinks/outfile.h"
+#include "sinks/rows.h"
+#include "sinks/sink.h"
+
+#define DIAG_CULPRITS 10
+#define DIAG_PATHS 256		/* (process, syscall, file) kept from blocking calls */
+#define DIAG_STUCK 64		/* processes whose hung loops are remembered */
+/* a cause under this share of stall time gets no advice line */
+#define DIAG_MIN_SHARE 0.02
+
+struct diag_path {
+	__u32 pid;
+	char syscall[REPORT_NAME_LEN];
+	char path[256];
+	__u64 count;
+	__u64 ns;
+};
+
+struct diag_stuck {
+	__u32 pid;
+	__u64 reports;		/* first reports: hung iterations */
+	__u64 longest_ns;
+	char top[256];
+	char syscall[REPORT_NAME_LEN];
+};
+
+struct diagnosis {
+	struct outfile file;
+	double threshold_ms;
+	struct diag_path paths[DIAG_PATHS];
+	size_t npaths;
+	struct diag_stuck stuck[DIAG_STUCK];
+	size_t nstuck;
+};
+
+static bool diagnosis__wanted(const struct sink_config *cfg)
+{
+	return cfg->report != NULL;
+}
+
+static void diagnosis__free(struct diagnosis *d)
+{
+	outfile__free(&d->file);
+	free(d);
+}
+
+static int diagnosis__open(struct sink *s, const struct sink_config *cfg, char *err,
+			   size_t errlen)
+{
+	struct diagnosis *d = calloc(1, sizeof(*d));
+
+	if (!d) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (outfile__init(&d->file, cfg->report, "--report", err, errlen)) {
+		diagnosis__free(d);
+		return -1;
+	}
+	d->threshold_ms = cfg->threshold_ms;
+	s->priv = d;
+	return 0;
+}
+
+/* Blocking calls by file or peer: what the kernel's per-syscall aggregates cannot say. */
+static void diagnosis__block(struct sink *s, const struct block_report *r)
+{
+	struct diagnosis *d = s->priv;
+	struct diag_path *p = NULL;
+
+	for (size_t i = 0; i < d->npaths && !p; i++) {
+		struct diag_path *q = &d->paths[i];
+
+		if (q->pid == r->pid && !strcmp(q->syscall, r->syscall) && !strcmp(q->path, r->path))
+			p = q;
+	}
+	if (!p && d->npaths < DIAG_PATHS) {
+		p = &d->paths[d->npaths++];
+		p->pid = r->pid;
+		snprintf(p->syscall, sizeof(p->syscall), "%s", r->syscall);
+		snprintf(p->path, sizeof(p->path), "%s", r->path);
+	}
+	if (!p)
+		return;
+	p->count++;
+	p->ns += r->duration_ns;
+}
+
+static void diagnosis__stuck(struct sink *s, const struct stuck_report *k)
+{
+	struct diagnosis *d = s->priv;
+	struct diag_stuck *st = NULL;
+
+	for (size_t i = 0; i < d->nstuck && !st; i++) {
+		if (d->stuck[i].pid == k->so_far.pid)
+			st = &d->stuck[i];
+	}
+	if (!st && d->nstuck < DIAG_STUCK) {
+		st = &d->stuck[d->nstuck++];
+		st->pid = k->so_far.pid;
+	}
+	if (!st)
+		return;
+	if (k->nth == 1)
+		st->reports++;
+	if (k->so_far.duration_ns >= st->longest_ns) {
+		st->longest_ns = k->so_far.duration_ns;
+		snprintf(st->top, sizeof(st->top), "%s", k->so_far.top);
+		snprintf(st->syscall, sizeof(st->syscall), "%s", k->in_call ? k->call.syscall : "");
+	}
+}
+
+/* Markdown table cells: a '|' or a backtick in a name would break the table. */
+static void md__code(FILE *out, const char *s)
+{
+	fputc('`', out);
+	for (; *s; s++)
+		fputc(*s == '`' ? '\'' : *s == '|' ? '/' : *s, out);
+	fputc('`', out);
+}
+
+static enum stall_cause times__cause(const struct func_times *t)
+{
+	return stall_cause__of(t->self_ns[CAUSE_CPU], t->self_ns[CAUSE_BLOCKED],
+			       t->self_ns[CAUSE_RUNQ]);
+}
+
+/* One line of plain advice for a culprit, by its main cause and what it was in. */
+static const char *advice(const struct func_stat *f, enum stall_cause cause)
+{
+	const char *via = f->via;
+
+	if (cause == CAUSE_RUNQ)
+		return "the thread was runnable but had no CPU: the host (or the cgroup's CPU "
+		       "quota) is short of CPU; raise its CPU share or move other work off the "
+		       "machine.";
+	if (cause == CAUSE_CPU) {
+		if (strstr(via, "json") || strstr(via, "pickle"))
+			return "serializing on the loop: encode in a worker thread or process "
+			       "(run_in_executor), send smaller documents, or use a faster "
+			       "encoder.";
+		return "CPU work on the loop: move it to a worker thread or process "
+		       "(run_in_executor, worker_threads), or split it into chunks that yield "
+		       "to the loop.";
+	}
+	if (!strncmp(via, "fsync", 5) || !strncmp(via, "fdatasync", 9) ||
+	    !strncmp(via, "sync_file_range", 15))
+		return "a disk flush on the loop: flush from a thread, or batch the writes.";
+	if (strstr(via, "sleep"))
+		return "a blocking sleep on the loop: use the loop's timer (asyncio.sleep, "
+		       "setTimeout) instead.";
+	if (!strcmp(via, "futex"))
+		return "waiting for a lock another thread holds: do not take contended locks "
+		       "on the loop; hand the work to that thread instead.";
+	if (!strncmp(via, "read", 4) || !strncmp(via, "recv", 4) || !strcmp(via, "connect") ||
+	    strstr(via, "poll") || strstr(via, "select"))
+		return "a blocking read or network call on the loop: use the loop's async client "
+		       "(or run the call in an executor), with a timeout.";
+	return "a blocking call on the loop: make it asynchronous or run it in a thread "
+	       "(run_in_executor).";
+}
+
+static double pct(__u64 part, __u64 whole)
+{
+	return whole ? 100.0 * (double)part / (double)whole : 0;
+}
+
+static void lag__print(FILE *out, const struct diagnosis *d, const struct model *m, __u32 pid,
+		       __u64 *p99_ns)
+{
+	char name[64];
+
+	*p99_ns = 0;
+	fprintf(out, "| loop thread | iterations | utilization | p50 | p90 | p99 | p99.9 | max "
+		"| over %.0f ms |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+		d->threshold_ms);
+	for (size_t i = 0; i < m->nthreads; i++) {
+		const struct loop_thread *t = m->threads[i];
+		struct loop_view v;
+
+		if (t->pid != pid || !t->snap.iterations)
+			continue;
+		loop_thread__summary(t, &v);
+		if (v.lag.p99_ns > *p99_ns)
+			*p99_ns = v.lag.p99_ns;
+		snprintf(name, sizeof(name), "%s[%u]", t->thread, t->tid);
+		fputs("| ", out);
+		md__code(out, name);
+		fprintf(out, " | %llu | %.1f %% | %.2f ms | %.2f ms | %.2f ms | %.2f ms | %.2f ms "
+			"| %llu (%.1f %%) |\n", (unsigned long long)v.iterations,
+			100.0 * loop_view__utilization(&v), ms(v.lag.p50_ns), ms(v.lag.p90_ns),
+			ms(v.lag.p99_ns), ms(v.lag.p999_ns), ms(v.lag.max_ns),
+			(unsigned long long)t->snap.stalls, pct(t->snap.stalls, v.iterations));
+	}
+	fprintf(out, "\nTarget: every iteration under %.0f ms (`--threshold`). ", d->threshold_ms);
+	if (*p99_ns > d->threshold_ms * 1e6)
+		fprintf(out, "**The p99 lag, %.1f ms, is %.1f× the target**: 1 event in 100 waits "
+			"that long before the loop looks at it.\n\n", ms(*p99_ns),
+			ms(*p99_ns) / d->threshold_ms);
+	else
+		fprintf(out, "The p99 lag, %.2f ms, is within it.\n\n", ms(*p99_ns));
+}
+
+static void culprits__print(FILE *out, const struct model *m, const struct attr_proc *p,
+			    __u64 p99_ns)
+{
+	__u64 stall_ns = p->stall_ns[0] + p->stall_ns[1] + p->stall_ns[2];
+	size_t n, tail_stalls = 0;
+	const struct func_stat **v = attribution__sorted(m->attr, false, FUNC_SORT_SELF, p->pid, &n);
+	char name[FUNC_NAME_LEN + FUNC_WHERE_LEN + 16];
+
+	fprintf(out, "### Where the stall time went\n\n%llu stalls, %.1f ms: on CPU %.0f %%, "
+		"blocked %.0f %%, waiting for a CPU %.0f %%. Each stall's time is shared among "
+		"all its stacks (CPU samples, blocking calls, run-queue waits) and charged to the "
+		"function of the user's code on each.\n\n", (unsigned long long)p->stalls,
+		ms(stall_ns), pct(p->stall_ns[CAUSE_CPU], stall_ns),
+		pct(p->stall_ns[CAUSE_BLOCKED], stall_ns), pct(p->stall_ns[CAUSE_RUNQ], stall_ns));
+	for (size_t i = 0; v && i < n && i < DIAG_CULPRITS; i++) {
+		const struct func_stat *f = v[i];
+		__u64 self = func_times__self(&f->run);
+		enum stall_cause cause = times__cause(&f->run);
+		double tail = attribution__tail_share(m->attr, f, p99_ns, &tail_stalls);
+
+		if ((double)self < DIAG_MIN_SHARE * (double)stall_ns)
+			break;
+		func_stat__name(f, name, sizeof(name));
+		fprintf(out, "%zu. ", i + 1);
+		if (f->via[0] && cause != CAUSE_RUNQ) {
+			md__code(out, f->via);
+			fputs(" in ", out);
+		}
+		md__code(out, name);
+		fprintf(out, " — %s: **%.1f %% of stall time** (%.1f ms), %llu stalls", stall_cause__name(cause),
+			pct(self, stall_ns), ms(self), (unsigned long long)f->stalls);
+		if (tail_stalls)
+			fprintf(out, ", %.0f %% of the time of the %zu stalls at or over the p99",
+				100.0 * tail, tail_stalls);
+		fprintf(out, ".\n   Advice: %s\n", advice(f, cause));
+	}
+	if (!n)
+		fputs("No stall: nothing to attribute.\n", out);
+	fputc('\n', out);
+	free(v);
+}
+
+static void blocking__print(FILE *out, const struct diagnosis *d, const struct model *m,
+			    __u32 pid)
+{
+	bool any = false;
+
+	for (size_t i = 0; i < m->nsyscalls; i++) {
+		const struct syscall_agg *a = &m->syscalls[i];
+
+		if (a->pid != pid)
+			continue;
+		if (!any)
+			fputs("### Blocking calls\n\nEvery syscall a loop thread slept in while "
+			      "handling events (kernel totals):\n\n| syscall | calls | blocked | p99 "
+			      "| max |\n| --- | ---: | ---: | ---: | ---: |\n", out);
+		any = true;
+		fputs("| ", out);
+		md__code(out, a->name);
+		fprintf(out, " | %llu | %.1f ms | %.2f ms | %.2f ms |\n", (unsigned long long)a->count,
+			ms(a->total_ns), ms(a->lat.p99_ns), ms(a->lat.max_ns));
+	}
+	if (!any)
+		return;
+	any = false;
+	for (size_t i = 0; i < d->npaths; i++) {
+		const struct diag_path *p = &d->paths[i];
+
+		if (p->pid != pid)
+			continue;
+		if (!any)
+			fprintf(out, "\nBy file or peer (calls over `--block-threshold`):\n\n| syscall "
+				"| file or peer | calls | total |\n| --- | --- | ---: | ---: |\n");
+		any = true;
+		fputs("| ", out);
+		md__code(out, p->syscall);
+		fputs(" | ", out);
+		if (p->path[0])
+			md__code(out, p->path);
+		else
+			fputs("(no file)", out);
+		fprintf(out, " | %llu | %.1f ms |\n", (unsigned long long)p->count, ms(p->ns));
+	}
+	fputc('\n', out);
+}
+
+static void runq__print(FILE *out, const struct model *m, const struct attr_proc *p)
+{
+	__u64 stall_ns = p->stall_ns[0] + p->stall_ns[1] + p->stall_ns[2], busy = 0, runq = 0;
+	double share = pct(p->stall_ns[CAUSE_RUNQ], stall_ns);
+
+	for (size_t i = 0; i < m->nthreads; i++) {
+		if (m->threads[i]->pid == p->pid) {
+			busy += m->threads[i]->snap.busy_ns;
+			runq += m->threads[i]->snap.runq_ns;
+		}
+	}
+	fprintf(out, "### Waiting for a CPU\n\n%.1f %% of the stall time and %.1f %% of all busy "
+		"time was spent runnable, waiting for a CPU. ", share, pct(runq, busy));
+	if (share >= 20)
+		fputs("**The host starves this loop**: the code is not the only cause; raise the "
+		      "process's CPU share (nice, the cgroup's cpu.weight or quota) or move other "
+		      "work off the machine.\n\n", out);
+	else
+		fputs("The stalls come from the code, not from a lack of CPU.\n\n", out);
+}
+
+static void probes__print(FILE *out, const struct model *m, __u32 pid)
+{
+	bool any = false;
+
+	for (size_t i = 0; i < m->nprobes; i++) {
+		const struct probe_agg *a = &m->probes[i];
+
+		if (a->pid != pid || !a->calls)
+			continue;
+		if (!any)
+			fputs("### Probed calls\n\n| function | calls | total | share of loop busy "
+			      "time | p99 | max |\n| --- | ---: | ---: | ---: | ---: | ---: |\n", out);
+		any = true;
+		fputs("| ", out);
+		md__code(out, a->label);
+		fprintf(out, " | %llu | %.1f ms | %.1f %% | %.2f ms | %.2f ms |\n",
+			(unsigned long long)a->calls, ms(a->total_ns), 100.0 * a->busy_share,
+			ms(a->lat.p99_ns), ms(a->lat.max_ns));
+	}
+	if (any)
+		fputc('\n', out);
+}
+
+static void stuck__print(FILE *out, const struct diagnosis *d, __u32 pid)
+{
+	for (size_t i = 0; i < d->nstuck; i++) {
+		const struct diag_stuck *st = &d->stuck[i];
+
+		if (st->pid != pid)
+			continue;
+		fprintf(out, "### Hung loops\n\n%llu iteration(s) lasted past `--stuck-after`; the "
+			"longest seen ran %.1f s, in ", (unsigned long long)st->reports,
+			(double)st->longest_ns / 1e9);
+		md__code(out, st->top);
+		if (st->syscall[0]) {
+			fputs(", asleep in ", out);
+			md__code(out, st->syscall);
+		}
+		fputs(". A loop that never returns to its wait handles no event at all: look for a "
+		      "deadlock or a call without a timeout there.\n\n", out);
+	}
+}
+
+static void process__print(FILE *out, const struct diagnosis *d, const struct model *m,
+			   const struct attr_proc *p)
+{
+	const char *exe = "";
+	__u64 busy = 0, idle = 0, p99_ns;
+
+	for (size_t i = 0; i < m->nthreads; i++) {
+		if (m->threads[i]->pid == p->pid) {
+			busy += m->threads[i]->snap.busy_ns;
+			idle += m->threads[i]->snap.idle_ns;
+			if (m->threads[i]->exe[0])
+				exe = m->threads[i]->exe;
+		}
+	}
+	fprintf(out, "## %s (pid %u)\n\n", p->comm, p->pid);
+	if (exe[0]) {
+		md__code(out, exe);
+		fputs("\n\n", out);
+	}
+	lag__print(out, d, m, p->pid, &p99_ns);
+	fprintf(out, "Utilization: the loop was busy %.1f %% of the time (%.1f ms of %.1f ms).\n\n",
+		pct(busy, busy + idle), ms(busy), ms(busy + idle));
+	culprits__print(out, m, p, p99_ns);
+	blocking__print(out, d, m, p->pid);
+	runq__print(out, m, p);
+	probes__print(out, m, p->pid);
+	stuck__print(out, d, p->pid);
+}
+
+static int diagnosis__write(struct diagnosis *d, const struct model *m, double ts, bool final)
+{
+	FILE *out = outfile__begin(&d->file);
+	struct attr_proc *procs;
+	size_t n;
+	char when[64];
+	time_t secs = (time_t)ts;
+	struct tm tm;
+
+	if (!out)
+		return -1;
+	localtime_r(&secs, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+	fprintf(out, "# loopwatch diagnosis\n\n%s, %s after %.1f s of tracing. Stall: an "
+		"iteration of %.0f ms or more (`--threshold`); the attribution below covers "
+		"stall time, the only time with stacks.\n\n", when,
+		final ? "at exit" : "on SIGUSR1", m->run_s, d->threshold_ms);
+	procs = attribution__procs(m->attr, &n);
+	for (size_t i = 0; procs && i < n; i++)
+		process__print(out, d, m, &procs[i]);
+	if (!n)
+		fputs("No loop thread stalled.\n", out);
+	free(procs);
+	return outfile__commit(&d->file, out);
+}
+
+static void diagnosis__snapshot(struct sink *s, const struct model *m, double ts)
+{
+	diagnosis__write(s->priv, m, ts, false);
+}
+
+static int diagnosis__summary(struct sink *s, const struct model *m, double ts)
+{
+	return diagnosis__write(s->priv, m, ts, true) ? 1 : 0;
+}
+
+static void diagnosis__close(struct sink *s)
+{
+	if (s->priv)
+		diagnosis__free(s->priv);
+}
+
+const struct sink_ops diagnosis_sink = {
+	.name = "diagnosis report",
+	.wanted = diagnosis__wanted,
+	.open = diagnosis__open,
+	.block = diagnosis__block,
+	.stuck = diagnosis__stuck,
+	.snapshot = diagnosis__snapshot,
+	.summary = diagnosis__summary,
+	.close = diagnosis__close,
+};
