@@ -17,13 +17,27 @@ for p in "${want[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
 		missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
-
-if [ "$(id -u)" != 0 ]; then
-	echo "tools/deps.sh: missing packages: ${missing[*]} (run as root to install)" >&2
-	exit 1
+if [ ${#missing[@]} -gt 0 ]; then
+	if [ "$(id -u)" != 0 ]; then
+		echo "tools/deps.sh: missing packages: ${missing[*]} (run as root to install)" >&2
+		exit 1
+	fi
+	echo "tools/deps.sh: installing ${missing[*]}" >&2
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-echo "tools/deps.sh: installing ${missing[*]}" >&2
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+
+# npm packages the tests use, in build/node: a real consumer of --trace's files
+npm_pkgs=(@tracerbench/trace-model@8.0.0)
+if [ "${1:-build}" = test ]; then
+	prefix="$(cd "$(dirname "$0")/.." && pwd)/build/node"
+	command -v npm >/dev/null || apt-get install -y -qq --no-install-recommends npm >/dev/null
+	for p in "${npm_pkgs[@]}"; do
+		if [ ! -d "$prefix/node_modules/${p%@*}" ]; then
+			echo "tools/deps.sh: npm install ${npm_pkgs[*]}" >&2
+			npm install --prefix "$prefix" --no-audit --no-fund --silent "${npm_pkgs[@]}"
+			break
+		fi
+	done
+fi

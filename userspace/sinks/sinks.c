@@ -15,6 +15,7 @@ static const struct sink_ops *const registry[] = {
 	&alert_sink,
 	&prom_sink,
 	&folded_sink,
+	&trace_sink,
 	&diagnosis_sink,
 };
 
