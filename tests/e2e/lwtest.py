@@ -6,6 +6,7 @@ import select
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 
 
@@ -30,10 +31,24 @@ class Loopwatch:
         self.timeout = timeout
         self.proc = None
         self.stderr = ""
+        self.out = []
+        self.err = []
+        self.readers = []
+
+    def _read(self, stream, lines):
+        for line in stream:
+            lines.append(line)
+
+    def _reader(self, stream, lines):
+        t = threading.Thread(target=self._read, args=(stream, lines), daemon=True)
+        t.start()
+        self.readers.append(t)
 
     def start(self):
         self.proc = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True)
+        # read as it comes: a full pipe would stall loopwatch until the target is gone
+        self._reader(self.proc.stdout, self.out)
         deadline = time.time() + self.timeout
         line = ""
         while time.time() < deadline:
@@ -42,6 +57,7 @@ class Loopwatch:
                 line = self.proc.stderr.readline()
                 self.stderr += line
                 if "tracing" in line:
+                    self._reader(self.proc.stderr, self.err)
                     return self
                 if not line:
                     break
@@ -52,11 +68,13 @@ class Loopwatch:
         """Wait for exit (or send sig first); return the parsed JSON lines."""
         if sig is not None:
             self.proc.send_signal(sig)
-        out, err = self.proc.communicate(timeout=timeout)
-        self.stderr += err
+        self.proc.wait(timeout=timeout)
+        for t in self.readers:
+            t.join(timeout)
+        self.stderr += "".join(self.err)
         assert self.proc.returncode == 0, "loopwatch exited %d: %s" % (
             self.proc.returncode, self.stderr[-2000:])
-        return [json.loads(line) for line in out.splitlines() if line.strip()]
+        return [json.loads(line) for line in self.out if line.strip()]
 
     def kill(self):
         if self.proc and self.proc.poll() is None:
