@@ -89,8 +89,15 @@ static int shares__by_samples(const struct stall_report *r, struct stack_share *
 
 int stall_report__shares(const struct stall_report *r, struct stack_share *out)
 {
+	__u64 blocked_ns = r->blocked_ns, off_ns = r->blocked_ns + r->runq_ns;
 	__u64 calls_ns = 0, blocked_given = 0, runq_left = r->runq_ns, runq_ns = 0;
 	int n = 0, runq_stack = -1;
+
+	/* off-CPU sums past the stall's length (seen around migrations): scaled to fit it */
+	if (off_ns > r->duration_ns) {
+		blocked_ns = (__u64)((double)r->blocked_ns * (double)r->duration_ns / (double)off_ns);
+		runq_left = r->duration_ns - blocked_ns;
+	}
 
 	n = shares__by_samples(r, out, n, CAUSE_CPU, r->oncpu_ns);
 	for (int i = 0; i < r->nstacks; i++) {
@@ -108,7 +115,7 @@ int stall_report__shares(const struct stall_report *r, struct stack_share *out)
 		if (!s->blocked)
 			continue;
 		/* calls longer in sum than the blocked time: each gives up its share */
-		blocked = calls_ns > r->blocked_ns ? s->ns * r->blocked_ns / calls_ns : s->ns;
+		blocked = calls_ns > blocked_ns ? s->ns * blocked_ns / calls_ns : s->ns;
 		blocked_given += blocked;
 		n = shares__put(out, n, i, CAUSE_BLOCKED, blocked);
 		/* the rest of the call is its wait for a CPU after the wake-up */
@@ -118,8 +125,8 @@ int stall_report__shares(const struct stall_report *r, struct stack_share *out)
 		runq_left -= extra;
 		n = shares__put(out, n, i, CAUSE_RUNQ, extra);
 	}
-	if (r->blocked_ns > blocked_given)
-		n = shares__put(out, n, -1, CAUSE_BLOCKED, r->blocked_ns - blocked_given);
+	if (blocked_ns > blocked_given)
+		n = shares__put(out, n, -1, CAUSE_BLOCKED, blocked_ns - blocked_given);
 	if (runq_stack >= 0) {
 		if (runq_ns > runq_left)
 			runq_ns = runq_left;

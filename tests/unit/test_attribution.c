@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * A stall's time shared among its stacks adds up to the stall, each cause to
+ * its stacks; functions get self time at the culprit frame (libc and the
+ * kernel charged to their caller) and inclusive time once per stack.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "check.h"
+#include "model/attribution.h"
+
+#define MS 1000000ull
+
+static void frame__set(struct frame *f, enum frame_kind kind, const char *func, const char *mod)
+{
+	memset(f, 0, sizeof(*f));
+	f->kind = kind;
+	snprintf(f->func, sizeof(f->func), "%s", func);
+	snprintf(f->module, sizeof(f->module), "%s", mod);
+}
+
+/* leaf first: [kernel schedule,] [libc read,] leaf, main */
+static void stack__set(struct stack_report *s, const char *leaf, bool syscall)
+{
+	int n = 0;
+
+	s->frames = calloc(4, sizeof(*s->frames));
+	if (syscall) {
+		frame__set(&s->frames[n++], FRAME_KERNEL, "schedule", "[kernel]");
+		frame__set(&s->frames[n++], FRAME_NATIVE, "read", "libc.so.6");
+	}
+	frame__set(&s->frames[n++], FRAME_NATIVE, leaf, "app");
+	frame__set(&s->frames[n++], FRAME_NATIVE, "main", "app");
+	s->nframes = n;
+}
+
+static __u64 shares__sum(const struct stack_share *v, int n, int stack, int cause)
+{
+	__u64 sum = 0;
+
+	for (int i = 0; i < n; i++) {
+		if ((stack == -2 || v[i].stack == stack) && (cause < 0 || (int)v[i].cause == cause))
+			sum += v[i].ns;
+	}
+	return sum;
+}
+
+int main(void)
+{
+	struct stall_report r = { .pid = 7, .tid = 7, .comm = "app", .duration_ns = 22 * MS,
+				  .oncpu_ns = 8 * MS, .blocked_ns = 9 * MS, .runq_ns = 5 * MS };
+	struct stack_share v[STALL_SHARES_MAX];
+	struct attribution *a = attribution__new();
+	const struct func_stat **fs;
+	size_t nf;
+	int n;
+
+	r.nstacks = 4;
+	r.stacks[0].samples = 3;
+	stack__set(&r.stacks[0], "parse", false);
+	r.stacks[1].samples = 1;
+	stack__set(&r.stacks[1], "render", false);
+	r.stacks[2].blocked = true;
+	r.stacks[2].ns = 10 * MS;	/* 9 asleep, 1 waiting for a CPU after the wake-up */
+	snprintf(r.stacks[2].syscall, sizeof(r.stacks[2].syscall), "read");
+	stack__set(&r.stacks[2], "query", true);
+	r.stacks[3].runq = true;
+	r.stacks[3].ns = 2 * MS;
+	stack__set(&r.stacks[3], "render", false);
+
+	n = stall_report__shares(&r, v);
+	CHECK(shares__sum(v, n, -2, -1) == r.duration_ns, "sum %llu",
+	      (unsigned long long)shares__sum(v, n, -2, -1));
+	CHECK(shares__sum(v, n, 0, CAUSE_CPU) == 6 * MS, "3 of 4 samples of 8 ms");
+	CHECK(shares__sum(v, n, 1, CAUSE_CPU) == 2 * MS, "1 of 4 samples");
+	CHECK(shares__sum(v, n, 2, CAUSE_BLOCKED) == 9 * MS, "the call's blocked share");
+	CHECK(shares__sum(v, n, 2, CAUSE_RUNQ) == 1 * MS, "its wait after the wake-up");
+	CHECK(shares__sum(v, n, 3, CAUSE_RUNQ) == 2 * MS, "the longest preemption");
+	/* the other 2 ms of run-queue time go where it ran: by samples */
+	CHECK(shares__sum(v, n, 0, CAUSE_RUNQ) == 1500000, "%llu",
+	      (unsigned long long)shares__sum(v, n, 0, CAUSE_RUNQ));
+
+	attribution__add_stall(a, &r);
+	attribution__end_interval(a);
+	fs = attribution__sorted(a, false, FUNC_SORT_SELF, 7, &nf);
+	CHECK(nf == 3, "parse, render, query (main has no self time): %zu", nf);
+	CHECK(nf >= 3 && !strcmp(fs[0]->func, "query") &&
+	      func_times__self(&fs[0]->run) == 10 * MS && !strcmp(fs[0]->via, "read"),
+	      "read and the kernel are charged to query: %s %llu", fs[0]->func,
+	      (unsigned long long)func_times__self(&fs[0]->run));
+	CHECK(nf >= 3 && !strcmp(fs[1]->func, "parse") &&
+	      func_times__self(&fs[1]->run) == 7500000, "%s", fs[1]->func);
+	CHECK(nf >= 3 && !strcmp(fs[2]->func, "render") &&
+	      func_times__self(&fs[2]->run) == 4500000, "%s", fs[2]->func);
+	/* main: on every stack, once each; no self time, so not in the self order */
+	free(fs);
+	fs = attribution__sorted(a, true, FUNC_SORT_INCL, 0, &nf);
+	CHECK(nf >= 1 && !strcmp(fs[0]->func, "main") &&
+	      func_times__incl(&fs[0]->interval) == 22 * MS, "main inclusive");
+	free(fs);
+	for (int i = 0; i < r.nstacks; i++)
+		free(r.stacks[i].frames);
+	attribution__free(a);
+	return check__report();
+}
