@@ -99,18 +99,6 @@ __attribute__((noinline)) void backoff_sleep(unsigned int ms)
 	nanosleep(&ts, NULL);
 }
 
-static void pin(int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	for (int i = 0; i < CPU_SETSIZE; i++) {
-		if (cpu < 0 || i == cpu)
-			CPU_SET(i, &set);
-	}
-	sched_setaffinity(0, sizeof(set), &set);
-}
-
 /* The SCHED_FIFO competitor on our CPU takes it for ms at once; then 1 ms of our work. */
 __attribute__((noinline)) void crunch_numbers(unsigned int ms)
 {

@@ -24,6 +24,23 @@ static inline void spin_ns(uint64_t ns)
 		;
 }
 
+#ifdef _GNU_SOURCE
+#include <sched.h>
+
+/* Run on cpu only; -1: on any CPU again. */
+static inline void pin(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	for (int i = 0; i < CPU_SETSIZE; i++) {
+		if (cpu < 0 || i == cpu)
+			CPU_SET(i, &set);
+	}
+	sched_setaffinity(0, sizeof(set), &set);
+}
+#endif
+
 /* Deterministic xorshift: the same seed gives the same stall pattern. */
 static inline uint32_t rng_next(uint32_t *s)
 {

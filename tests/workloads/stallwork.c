@@ -109,8 +109,6 @@ __attribute__((noinline)) void inject_mutex_wait(struct record *r)
 	atomic_store(&holder_has_lock, 0);
 }
 
-static void pin(int cpu);
-
 __attribute__((noinline)) void inject_runq_starvation(struct record *r)
 {
 	uint64_t one = 1, t0 = now_ns();
@@ -149,18 +147,6 @@ static void *holder__run(void *arg)
 }
 
 /* cpu -1: any CPU */
-static void pin(int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	for (int i = 0; i < CPU_SETSIZE; i++) {
-		if (cpu < 0 || i == cpu)
-			CPU_SET(i, &set);
-	}
-	sched_setaffinity(0, sizeof(set), &set);
-}
-
 static void *competitor__run(void *arg)
 {
 	struct sched_param sp = { .sched_priority = 10 };
