@@ -352,8 +352,11 @@ static void attribution__charge(struct attribution *a, const struct stall_report
 	}
 	if (s && culprit >= 0) {
 		share__via(s, culprit, sh->cause, via, sizeof(via));
-		/* the largest single share names it: cheap, and right for a steady culprit */
-		if (sh->ns > self->via_ns) {
+		/*
+		 * The largest single share names it, a wait for a CPU only when
+		 * nothing else does: a sleep's wake-up wait is no news about it.
+		 */
+		if ((sh->ns > self->via_ns && sh->cause != CAUSE_RUNQ) || !self->via[0]) {
 			size_t used = 0;
 
 			name__put(self->via, sizeof(self->via), &used, via);
