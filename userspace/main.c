@@ -154,6 +154,13 @@ static void source__facts(void *ctx, __u32 pid, char *exe, size_t exe_len, char 
 	tracker__facts(r->tracker, pid, exe, exe_len, cgroup, cgroup_len);
 }
 
+static void source__k8s_names(void *ctx, const char *cgroup, struct k8s_names *out)
+{
+	struct run *r = ctx;
+
+	tracker__k8s_names(r->tracker, cgroup, out);
+}
+
 /* ------------------------------------------------------------------ */
 /* setup */
 
@@ -176,6 +183,10 @@ static void config__from_options(struct sink_config *cfg, const struct options *
 	cfg->trace = opts->trace;
 	cfg->report = opts->report;
 	cfg->threshold_ms = opts->threshold_ms;
+	cfg->listen = opts->listen;
+	cfg->prom_stale_s = opts->prom_stale_s;
+	cfg->prom_max_series = (size_t)opts->prom_max_series;
+	cfg->prom_min_iterations = (__u64)opts->prom_min_iterations;
 }
 
 static void collector_opts__from_options(struct collector_opts *copts, struct run *r)
@@ -229,6 +240,8 @@ static int run__open(struct run *r)
 		goto fail;
 	}
 	r->tracker = tracker__new(r->c, r->procs, r->syms, r->probes);
+	if (r->tracker)
+		tracker__set_kubelet_logs(r->tracker, r->opts.kubelet_logs);
 	r->decoder = r->tracker ? decoder__new(r->c, r->syms, decoder__probe_label, r->tracker)
 				: NULL;
 	if (!r->decoder) {
@@ -257,6 +270,7 @@ static int run__open(struct run *r)
 		.probe_label = source__probe_label,
 		.names = source__names,
 		.facts = source__facts,
+		.k8s_names = source__k8s_names,
 	};
 	return 0;
 fail:

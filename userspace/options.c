@@ -51,6 +51,11 @@ enum {
 	OPT_FOLDED_MERGE,
 	OPT_TRACE,
 	OPT_REPORT,
+	OPT_LISTEN,
+	OPT_PROM_STALE,
+	OPT_PROM_MAX_SERIES,
+	OPT_PROM_MIN_ITERATIONS,
+	OPT_KUBELET_LOGS,
 };
 
 static const struct option long_options[] = {
@@ -63,6 +68,11 @@ static const struct option long_options[] = {
 	{ "prom-file", required_argument, NULL, OPT_PROM_FILE },
 	{ "prom-interval", required_argument, NULL, OPT_PROM_INTERVAL },
 	{ "prom-per-pid", no_argument, NULL, OPT_PROM_PER_PID },
+	{ "listen", required_argument, NULL, OPT_LISTEN },
+	{ "prom-stale", required_argument, NULL, OPT_PROM_STALE },
+	{ "prom-max-series", required_argument, NULL, OPT_PROM_MAX_SERIES },
+	{ "prom-min-iterations", required_argument, NULL, OPT_PROM_MIN_ITERATIONS },
+	{ "kubelet-logs", required_argument, NULL, OPT_KUBELET_LOGS },
 	{ "threshold", required_argument, NULL, OPT_THRESHOLD },
 	{ "block-threshold", required_argument, NULL, OPT_BLOCK_THRESHOLD },
 	{ "sample-hz", required_argument, NULL, OPT_SAMPLE_HZ },
@@ -133,8 +143,18 @@ static const char options_help[] =
 "      --prom-file PATH    write metrics in the text exposition format to PATH,\n"
 "                          atomically (for node_exporter's textfile collector)\n"
 "      --prom-interval SECONDS  rewrite PATH every SECONDS (default 15) and on exit\n"
+"      --listen ADDR:PORT  serve /metrics (and /healthz) over HTTP, e.g. :9977 or\n"
+"                          127.0.0.1:9977 or [::]:9977\n"
 "      --prom-per-pid      pid and tid labels: a series per thread instead of per\n"
-"                          (comm, exe, cgroup); series of exited processes go after 5 min\n";
+"                          process labels (comm, exe, cgroup, service)\n"
+"      --prom-stale SECONDS  a series in which no live process counts goes after\n"
+"                          SECONDS (default 300)\n"
+"      --prom-max-series N  at most N series (default 10000; 0: no cap); what the cap\n"
+"                          keeps out is counted in loopwatch_series_dropped_total\n"
+"      --prom-min-iterations N  a thread is exported from its Nth iteration on\n"
+"                          (default 10; 0: every thread that ever waited)\n"
+"      --kubelet-logs DIR  the host's /var/log, where kubelet's pods/ and containers/\n"
+"                          name a pod's namespace, pod and container (default /var/log)\n";
 
 static void usage__fail(const char *fmt, const char *arg)
 {
@@ -248,6 +268,39 @@ static const char *probe__check(const char *arg)
 	return arg;
 }
 
+static long count__parse(const char *arg, const char *what, long max)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (errno || end == arg || *end || v < 0 || v > max) {
+		fprintf(stderr, "loopwatch: invalid %s '%s': want 0..%ld\n", what, arg, max);
+		exit(2);
+	}
+	return v;
+}
+
+/*
+ * ADDR:PORT, :PORT or [IPV6]:PORT with a numeric port; whether the address
+ * can be bound is the endpoint's to say.
+ */
+static const char *listen__check(const char *arg)
+{
+	const char *colon = strrchr(arg, ':');
+	char *end;
+	long port;
+
+	if (!colon || strlen(arg) > 256 || (arg[0] == '[' && colon[-1] != ']'))
+		usage__fail("invalid --listen '%s': want ADDR:PORT, :PORT or [ADDR]:PORT", arg);
+	errno = 0;
+	port = strtol(colon + 1, &end, 10);
+	if (errno || end == colon + 1 || *end || port < 1 || port > 65535)
+		usage__fail("invalid --listen '%s': the port must be 1..65535", arg);
+	return arg;
+}
+
 static int pid__parse(const char *arg)
 {
 	char *end;
@@ -295,6 +348,23 @@ static void option__apply(struct options *opts, int key, char *arg)
 		break;
 	case OPT_PROM_PER_PID:
 		opts->prom_per_pid = true;
+		break;
+	case OPT_LISTEN:
+		opts->listen = listen__check(arg);
+		break;
+	case OPT_PROM_STALE:
+		opts->prom_stale_s = seconds__parse(arg, "--prom-stale", 0.1, 31536000);
+		break;
+	case OPT_PROM_MAX_SERIES:
+		opts->prom_max_series = count__parse(arg, "--prom-max-series", 100000000);
+		break;
+	case OPT_PROM_MIN_ITERATIONS:
+		opts->prom_min_iterations = count__parse(arg, "--prom-min-iterations", 1000000000);
+		break;
+	case OPT_KUBELET_LOGS:
+		if (!*arg || strlen(arg) >= PATH_MAX)
+			usage__fail("invalid --kubelet-logs '%s': want a directory", arg);
+		opts->kubelet_logs = arg;
 		break;
 	case OPT_THRESHOLD:
 		opts->threshold_ms = ms__parse(arg, "--threshold", 0.01, 600000);
@@ -369,6 +439,10 @@ void options__parse(struct options *opts, int argc, char **argv)
 	memset(opts, 0, sizeof(*opts));
 	opts->interval_s = 1.0;
 	opts->prom_interval_s = 15.0;
+	opts->prom_stale_s = 300.0;
+	opts->prom_max_series = 10000;
+	opts->prom_min_iterations = 10;
+	opts->kubelet_logs = "/var/log";
 	opts->threshold_ms = 10.0;
 	opts->block_threshold_ms = 1.0;
 	/* prime, so sampling does not run in lockstep with timers at round rates */
@@ -388,8 +462,8 @@ void options__parse(struct options *opts, int argc, char **argv)
 	}
 	if (optind < argc)
 		usage__fail("unexpected argument '%s'", argv[optind]);
-	if (opts->prom_per_pid && !opts->prom_file)
-		usage__fail("%s needs --prom-file", "--prom-per-pid");
+	if (opts->prom_per_pid && !opts->prom_file && !opts->listen)
+		usage__fail("%s needs --prom-file or --listen", "--prom-per-pid");
 	if (opts->folded_merge && !opts->folded)
 		usage__fail("%s needs --folded", "--folded-merge");
 }

@@ -20,10 +20,15 @@ struct options {
 	bool verbose;
 	bool quiet;		/* daemon mode: no live view, no table, errors only on stderr */
 
-	/* Prometheus textfile export */
-	const char *prom_file;	/* NULL: no export */
+	/* Prometheus: textfile, scrape endpoint, what both export */
+	const char *prom_file;	/* NULL: no textfile */
 	double prom_interval_s;
+	const char *listen;	/* ADDR:PORT serving /metrics; NULL: none */
 	bool prom_per_pid;	/* pid and tid labels (one series per thread) */
+	double prom_stale_s;	/* series with nothing alive in them go after this long */
+	long prom_max_series;	/* 0: no cap */
+	long prom_min_iterations;	/* threads enter the export from this iteration on */
+	const char *kubelet_logs;	/* the host's /var/log, for Kubernetes names */
 
 	/* stalls and their causes */
 	double threshold_ms;	/* an iteration at or over this is a stall */

@@ -120,6 +120,8 @@ static struct loop_thread *model__add(struct model *m, const struct lw_loop *sna
 	if (m->src && m->src->facts)
 		m->src->facts(m->src->ctx, t->pid, t->exe, sizeof(t->exe), t->cgroup,
 			      sizeof(t->cgroup));
+	if (m->src && m->src->k8s_names && t->cgroup[0])
+		m->src->k8s_names(m->src->ctx, t->cgroup, &t->k8s);
 	t->hash_next = m->hash[t->tid % MODEL_HASH];
 	m->hash[t->tid % MODEL_HASH] = t;
 	m->threads[m->nthreads++] = t;

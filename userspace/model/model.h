@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include "lib/cgroup.h"
 #include "lib/hist.h"
 #include "model/attribution.h"
 #include "model/report.h"
@@ -45,6 +46,7 @@ struct loop_thread {
 	char thread[LW_COMM_LEN];
 	char exe[256];		/* "" when unreadable */
 	char cgroup[256];	/* cgroup v2 path, "" when unknown */
+	struct k8s_names k8s;	/* its pod's names, "" when none or unknown */
 	bool exited;
 	bool seen;		/* present in the latest drain */
 	bool active;		/* iterated during the last interval, or is stuck */
@@ -98,6 +100,8 @@ struct model_source {
 	/* a process's executable and cgroup, "" when unknown */
 	void (*facts)(void *ctx, __u32 pid, char *exe, size_t exe_len, char *cgroup,
 		      size_t cgroup_len);
+	/* the Kubernetes names of the pod container a cgroup path names, "" when none */
+	void (*k8s_names)(void *ctx, const char *cgroup, struct k8s_names *out);
 };
 
 /* what model__drain reads */

@@ -441,26 +441,38 @@ bool proc__exe(struct proc *p, char *buf, size_t len)
 	return true;
 }
 
+/*
+ * The v2 path (the "0::" line) where it names a cgroup; on hybrid hosts whose
+ * init is not systemd every process sits at the v2 root, and on v1-only
+ * hosts there is no such line: then systemd's own v1 hierarchy
+ * ("N:name=systemd:"), which is where units and container scopes show.
+ */
 bool proc__cgroup(struct proc *p, char *buf, size_t len)
 {
 	char path[32], *text, *line, *save = NULL;
+	const char *v2 = NULL, *v1 = NULL;
 	size_t n;
-	bool found = false;
 
 	snprintf(path, sizeof(path), "/proc/%d/cgroup", p->pid);
 	text = file__read_all(path, 1 << 20, &n);
 	if (!text)
 		return false;
 	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		if (strncmp(line, "0::", 3))
-			continue;
-		snprintf(buf, len, "%s", line + 3);
+		const char *name = strchr(line, ':');
+
+		if (!strncmp(line, "0::", 3))
+			v2 = line + 3;
+		else if (name && !strncmp(name, ":name=systemd:", 14))
+			v1 = name + 14;
+	}
+	if (v2 && !strcmp(v2, "/") && v1 && strcmp(v1, "/"))
+		v2 = NULL;
+	if (v2 || v1) {
+		snprintf(buf, len, "%s", v2 ? v2 : v1);
 		str__sanitize(buf);
-		found = true;
-		break;
 	}
 	free(text);
-	return found;
+	return v2 || v1;
 }
 
 bool procs__exists(int pid)

@@ -58,7 +58,10 @@ int proc__open_path(struct proc *p, const char *path, struct stat *st);
 bool proc__comm(struct proc *p, int tid, char *buf, size_t len);
 /* target of /proc/PID/exe, sanitized; false if gone or unreadable */
 bool proc__exe(struct proc *p, char *buf, size_t len);
-/* the cgroup v2 path ("0::/..." line of /proc/PID/cgroup), sanitized; false if none */
+/*
+ * the cgroup v2 path ("0::/..." line of /proc/PID/cgroup), or systemd's v1 one
+ * where v2 says only "/" (hybrid hosts) or is missing; sanitized; false if none
+ */
 bool proc__cgroup(struct proc *p, char *buf, size_t len);
 
 /* Is there a process with this pid now? */

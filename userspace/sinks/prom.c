@@ -72,7 +72,7 @@ static bool prom__wanted(const struct sink_config *cfg)
 
 static void prom__free(struct prom_file *pf)
 {
-	prom_registry__free(pf->reg);
+	prom_registry__put(pf->reg);
 	free(pf->path);
 	free(pf->tmp_path);
 	free(pf);
@@ -86,6 +86,7 @@ static int prom__open(struct sink *s, const struct sink_config *cfg, char *err, 
 {
 	struct prom_file *pf = calloc(1, sizeof(*pf));
 	const char *path = cfg->prom_file, *slash = strrchr(path, '/');
+	struct prom_options popts;
 	char dir[256];
 	struct stat st;
 	int fd;
@@ -95,7 +96,8 @@ static int prom__open(struct sink *s, const struct sink_config *cfg, char *err, 
 		return -1;
 	}
 	pf->interval_s = cfg->prom_interval_s;
-	pf->reg = prom_registry__new(cfg->prom_per_pid);
+	prom_options__from_config(&popts, cfg);
+	pf->reg = prom_registry__shared(&popts);
 	pf->path = strdup(path);
 	pf->tmp_path = malloc(strlen(path) + 32);
 	if (!pf->reg || !pf->path || !pf->tmp_path) {
@@ -164,6 +166,8 @@ static int prom__write(struct prom_file *pf, const struct model *m, double now_s
 {
 	int err = prom__write_file(pf, m, now_s);
 
+	if (err)
+		prom_registry__count(pf->reg, PROM_SELF_WRITE_ERRORS, 1);
 	if (err && err != pf->last_err)
 		fprintf(stderr, "loopwatch: cannot write %s: %s\n", pf->path, strerror(-err));
 	pf->last_err = err;

@@ -9,13 +9,13 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include "lib/cgroup.h"
 #include "lib/text.h"
 #include "sinks/promreg.h"
+#include "sinks/sink.h"
 #include "version.h"
 
 #define PROM_HASH 4096
-/* aggregate series outlive their threads; past this many the longest-dead go */
-#define PROM_MAX_SERIES 8192
 #define PROM_LABELS_LEN 2048
 
 /* the le bounds of loopwatch_loop_iteration_seconds, besides +Inf */
@@ -59,6 +59,7 @@ struct prom_series {
 	int live;			/* attached threads that have not exited */
 	__u64 busy_now_ns;		/* the oldest current iteration of its live threads */
 	double dead_since;		/* when live fell to 0; < 0 while alive */
+	bool doomed;			/* goes at the end of this fold */
 	struct prom_series *hash_next;
 };
 
@@ -77,18 +78,21 @@ struct prom_source {
 	struct prom_counts last;
 	bool exited;
 	bool seen;
-	bool dropped;		/* its series went after the grace period */
+	bool dropped;		/* its series went after the staleness window */
+	bool capped;		/* found no room under the series cap (counted once) */
 	__u64 busy_now_ns;	/* a loop thread's current iteration, 0 while it waits */
 	struct prom_source *hash_next;
 };
 
 struct prom_registry {
-	bool per_pid;
+	struct prom_options opts;
 	double last_write_s;
+	__u64 self[PROM_SELF_N];
 	struct prom_source *sources[PROM_HASH];
 	struct prom_series *series[PROM_HASH];
 	size_t nseries;
 	size_t nlive_threads;
+	int refs;		/* prom_registry__shared's users */
 };
 
 static void counts__from_thread(struct prom_counts *c, const struct loop_thread *t)
@@ -187,36 +191,6 @@ static void strbuf__label(struct strbuf *sb, const char *name, const char *value
 	strbuf__put(sb, "\"", 1);
 }
 
-static bool char__is_hex(char c)
-{
-	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-}
-
-bool cgroup__container_id(const char *cgroup, char *id, size_t len)
-{
-	const char *found = NULL, *s = cgroup;
-
-	/*
-	 * docker-ID.scope, /docker/ID, cri-containerd-ID.scope, crio-ID.scope,
-	 * libpod-ID.scope: a run of exactly 64 hex digits after '/', '-' or ':'.
-	 * The last one wins: nested cgroups name the innermost container.
-	 */
-	while (*s) {
-		size_t n = 0;
-
-		while (char__is_hex(s[n]))
-			n++;
-		if (n == 64 && s > cgroup && strchr("/-:", s[-1]))
-			found = s;
-		s += n ? n : 1;
-	}
-	if (!found || len < 65)
-		return false;
-	memcpy(id, found, 64);
-	id[64] = '\0';
-	return true;
-}
-
 static void strbuf__label_u32(struct strbuf *sb, const char *name, __u32 value)
 {
 	char num[16];
@@ -225,17 +199,62 @@ static void strbuf__label_u32(struct strbuf *sb, const char *name, __u32 value)
 	strbuf__label(sb, name, num);
 }
 
-/* The labels every family shares: both kinds of series join on them. */
-static void strbuf__process(struct strbuf *sb, const char *comm, const char *exe,
-			    const char *cgroup)
+/*
+ * The service a process belongs to, by lib/cgroup.h's precedence: a
+ * Kubernetes container is namespace/container when the kubelet's files name
+ * it, else its pod's uid; another container its short id; a systemd unit its
+ * name. Absent when nothing names one: an empty label is no label.
+ */
+static void strbuf__service(struct strbuf *sb, const struct cgroup_identity *id,
+			    const struct k8s_names *k8s)
 {
-	char id[65];
+	char name[sizeof(k8s->ns) + sizeof(k8s->container) + 1];
+
+	switch (id->kind) {
+	case CGROUP_K8S:
+		if (k8s && k8s->ns[0] && k8s->container[0]) {
+			snprintf(name, sizeof(name), "%s/%s", k8s->ns, k8s->container);
+			strbuf__label(sb, "service", name);
+		} else {
+			strbuf__label(sb, "service", id->pod_uid);
+		}
+		break;
+	case CGROUP_CONTAINER:
+		snprintf(name, sizeof(name), "container-%.12s", id->container_id);
+		strbuf__label(sb, "service", name);
+		break;
+	case CGROUP_SYSTEMD:
+		strbuf__label(sb, "service", id->unit);
+		break;
+	case CGROUP_NONE:
+		break;
+	}
+}
+
+/*
+ * The labels every family shares: both kinds of series join on them. k8s:
+ * the pod's names, NULL when unknown.
+ */
+static void strbuf__process(struct strbuf *sb, const char *comm, const char *exe,
+			    const char *cgroup, const struct k8s_names *k8s)
+{
+	struct cgroup_identity id;
 
 	strbuf__label(sb, "comm", comm);
 	strbuf__label(sb, "exe", exe);
 	strbuf__label(sb, "cgroup", cgroup);
-	if (cgroup__container_id(cgroup, id, sizeof(id)))
-		strbuf__label(sb, "container_id", id);
+	cgroup__identity(cgroup, &id);
+	strbuf__service(sb, &id, k8s);
+	if (id.container_id[0])
+		strbuf__label(sb, "container_id", id.container_id);
+	if (id.pod_uid[0])
+		strbuf__label(sb, "pod_uid", id.pod_uid);
+	if (k8s && k8s->ns[0]) {
+		strbuf__label(sb, "namespace", k8s->ns);
+		strbuf__label(sb, "pod", k8s->pod);
+		if (k8s->container[0])
+			strbuf__label(sb, "container", k8s->container);
+	}
 }
 
 static void labels__build(char *buf, size_t len, const struct loop_thread *t, bool per_pid)
@@ -243,7 +262,7 @@ static void labels__build(char *buf, size_t len, const struct loop_thread *t, bo
 	struct strbuf sb = { buf, len, 0 };
 
 	buf[0] = '\0';
-	strbuf__process(&sb, t->comm, t->exe, t->cgroup);
+	strbuf__process(&sb, t->comm, t->exe, t->cgroup, &t->k8s);
 	if (!per_pid)
 		return;
 	strbuf__label_u32(&sb, "pid", t->pid);
@@ -270,7 +289,7 @@ static void labels__agg(char *buf, size_t len, const struct prom_agg *a,
 
 	buf[0] = '\0';
 	strbuf__label(&sb, a->kind == PROM_PROBE ? "probe" : "syscall", a->key);
-	strbuf__process(&sb, a->comm, t ? t->exe : "", t ? t->cgroup : "");
+	strbuf__process(&sb, a->comm, t ? t->exe : "", t ? t->cgroup : "", t ? &t->k8s : NULL);
 	if (per_pid)
 		strbuf__label_u32(&sb, "pid", a->pid);
 }
@@ -285,6 +304,9 @@ static struct prom_series *series__get(struct prom_registry *sp, enum prom_kind 
 		if (s->kind == kind && !strcmp(s->labels, labels))
 			return s;
 	}
+	/* full: the source waits, uncounted, until stale series make room */
+	if (sp->opts.max_series && sp->nseries >= sp->opts.max_series)
+		return NULL;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;
@@ -315,6 +337,11 @@ static struct prom_source *source__new(struct prom_registry *sp, unsigned int h,
 	return ps;
 }
 
+/*
+ * A thread's source, created once it has made min_iterations: a thread that
+ * waited a few times is no loop worth a series (ssh, a sync client's
+ * timeout). Once in, it stays in.
+ */
 static struct prom_source *thread__source(struct prom_registry *sp, const struct loop_thread *t)
 {
 	unsigned int h = t->tid % PROM_HASH;
@@ -324,6 +351,8 @@ static struct prom_source *thread__source(struct prom_registry *sp, const struct
 		if (ps->kind == PROM_LOOP && ps->id == t->tid && ps->start_ns == t->start_ns)
 			return ps;
 	}
+	if (t->snap.iterations < sp->opts.min_iterations)
+		return NULL;
 	ps = source__new(sp, h, PROM_LOOP, t->tid);
 	if (ps)
 		ps->start_ns = t->start_ns;
@@ -386,8 +415,13 @@ static void source__fold(struct prom_registry *sp, struct prom_source *ps, const
 		ps->dropped = false;
 	}
 	s = series__get(sp, ps->kind, labels);
-	if (!s)
+	if (!s) {
+		if (!ps->capped)
+			sp->self[PROM_SELF_SERIES_CAPPED]++;
+		ps->capped = true;
 		return;
+	}
+	ps->capped = false;
 	if (counts__any_below(now, &ps->last)) {
 		/*
 		 * The kernel record was recreated: its counts start from zero
@@ -414,7 +448,7 @@ static void thread__fold(struct prom_registry *sp, const struct loop_thread *t)
 
 	if (!ps)
 		return;
-	labels__build(labels, sizeof(labels), t, sp->per_pid);
+	labels__build(labels, sizeof(labels), t, sp->opts.per_pid);
 	counts__from_thread(&now, t);
 	source__fold(sp, ps, labels, &now, t->exited);
 	ps->busy_now_ns = t->busy_now_ns;
@@ -459,6 +493,26 @@ static const struct loop_thread *threads__of_process(struct loop_thread **v, siz
 	return any;
 }
 
+/* Has a thread of pid made min_iterations? v is sorted by thread__cmp_pid. */
+static bool process__admitted(struct loop_thread **v, size_t n, __u32 pid, __u64 min_iterations)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid]->pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i < n && v[i]->pid == pid; i++) {
+		if (v[i]->snap.iterations >= min_iterations)
+			return true;
+	}
+	return false;
+}
+
 static void agg__fold(struct prom_registry *sp, struct prom_agg *a, struct loop_thread **by_pid,
 		      size_t n)
 {
@@ -466,6 +520,14 @@ static void agg__fold(struct prom_registry *sp, struct prom_agg *a, struct loop_
 	char labels[PROM_LABELS_LEN];
 	struct prom_source *ps;
 	bool alive;
+
+	/*
+	 * Blocking calls belong to loops: those of a process whose threads are
+	 * kept out by min_iterations stay out with them (probes are asked for).
+	 */
+	if (a->kind == PROM_SYSCALL && t && !process__admitted(by_pid, n, a->pid,
+							       sp->opts.min_iterations))
+		return;
 
 	/*
 	 * A probe record is named by the thread that called first, a loop
@@ -484,7 +546,7 @@ static void agg__fold(struct prom_registry *sp, struct prom_agg *a, struct loop_
 	if (!t && ps->series)
 		snprintf(labels, sizeof(labels), "%s", ps->series->labels);
 	else
-		labels__agg(labels, sizeof(labels), a, t, sp->per_pid);
+		labels__agg(labels, sizeof(labels), a, t, sp->opts.per_pid);
 	/* probes fire in processes with no loop thread too: counting is living */
 	alive = (t && !t->exited) || counts__any_below(&ps->last, &a->now);
 	source__fold(sp, ps, labels, &a->now, !alive);
@@ -594,59 +656,88 @@ static void series__sum(struct prom_registry *sp, double now_s)
 	}
 }
 
-static void series__drop(struct prom_registry *sp, struct prom_series *victim)
+static int series__cmp_dead(const void *a, const void *b)
 {
-	struct prom_series **pp = &sp->series[str__hash(victim->labels)];
+	const struct prom_series *x = *(struct prom_series *const *)a;
+	const struct prom_series *y = *(struct prom_series *const *)b;
+
+	return x->dead_since < y->dead_since ? -1 : x->dead_since > y->dead_since;
+}
+
+/*
+ * Over the cap: the longest-dead series that are left go first, so that
+ * live ones find room. Returns how many were doomed.
+ */
+static size_t series__doom_for_room(struct prom_registry *sp, size_t ndoomed)
+{
+	struct prom_series **dead;
+	size_t n = 0, over, k;
+
+	if (!sp->opts.max_series || sp->nseries - ndoomed <= sp->opts.max_series)
+		return 0;
+	over = sp->nseries - ndoomed - sp->opts.max_series;
+	dead = malloc(sp->nseries * sizeof(*dead));
+	if (!dead)
+		return 0;
+	for (unsigned int h = 0; h < PROM_HASH; h++) {
+		for (struct prom_series *s = sp->series[h]; s; s = s->hash_next) {
+			if (!s->doomed && s->dead_since >= 0)
+				dead[n++] = s;
+		}
+	}
+	qsort(dead, n, sizeof(*dead), series__cmp_dead);
+	for (k = 0; k < n && k < over; k++)
+		dead[k]->doomed = true;
+	free(dead);
+	return k;
+}
+
+/*
+ * Series whose every source is gone (a process, a container, a version of a
+ * program) go once they have been dead for the staleness window: a fleet's
+ * churn must not grow the export for ever. Live series never go, so their
+ * counters never go back. One pass over the series, one over the sources:
+ * churn costs linear time, however many go at once.
+ */
+static void series__expire(struct prom_registry *sp, double now_s)
+{
+	size_t ndoomed = 0, capped;
 
 	for (unsigned int h = 0; h < PROM_HASH; h++) {
+		for (struct prom_series *s = sp->series[h]; s; s = s->hash_next) {
+			s->doomed = s->dead_since >= 0 && s->dead_since <= now_s - sp->opts.stale_s;
+			ndoomed += s->doomed;
+		}
+	}
+	sp->self[PROM_SELF_SERIES_EXPIRED] += ndoomed;
+	capped = series__doom_for_room(sp, ndoomed);
+	sp->self[PROM_SELF_SERIES_CAPPED] += capped;
+	if (!ndoomed && !capped)
+		return;
+	for (unsigned int h = 0; h < PROM_HASH; h++) {
 		for (struct prom_source *ps = sp->sources[h]; ps; ps = ps->hash_next) {
-			if (ps->series == victim) {
+			if (ps->series && ps->series->doomed) {
 				ps->series = NULL;
 				ps->dropped = true;
 			}
 		}
 	}
-	for (; *pp; pp = &(*pp)->hash_next) {
-		if (*pp == victim) {
-			*pp = victim->hash_next;
-			break;
-		}
-	}
-	free(victim->labels);
-	free(victim);
-	sp->nseries--;
-}
-
-static struct prom_series *series__longest_dead(struct prom_registry *sp, double before_s)
-{
-	struct prom_series *oldest = NULL;
-
 	for (unsigned int h = 0; h < PROM_HASH; h++) {
-		for (struct prom_series *s = sp->series[h]; s; s = s->hash_next) {
-			if (s->dead_since < 0 || s->dead_since > before_s)
+		struct prom_series **pp = &sp->series[h];
+
+		while (*pp) {
+			struct prom_series *s = *pp;
+
+			if (!s->doomed) {
+				pp = &s->hash_next;
 				continue;
-			if (!oldest || s->dead_since < oldest->dead_since)
-				oldest = s;
+			}
+			*pp = s->hash_next;
+			free(s->labels);
+			free(s);
+			sp->nseries--;
 		}
 	}
-	return oldest;
-}
-
-/*
- * Per-pid series name processes that are gone: they go after the grace
- * period. Aggregate series must stay monotonic, so they only go when there
- * are too many to keep.
- */
-static void series__expire(struct prom_registry *sp, double now_s)
-{
-	struct prom_series *s;
-
-	if (sp->per_pid) {
-		while ((s = series__longest_dead(sp, now_s - PROM_GRACE_S)))
-			series__drop(sp, s);
-	}
-	while (sp->nseries > PROM_MAX_SERIES && (s = series__longest_dead(sp, now_s)))
-		series__drop(sp, s);
 }
 
 static void prom_registry__fold(struct prom_registry *sp, const struct model *m, double now_s)
@@ -806,6 +897,38 @@ static void family__busy_now(FILE *out, struct prom_series **v, size_t n)
 	}
 }
 
+/* What the Prometheus outputs count about themselves. */
+static void family__self_outputs(FILE *out, const struct prom_registry *sp)
+{
+	static const struct {
+		enum prom_self what;
+		const char *name;
+		const char *help;
+	} self[] = {
+		{ PROM_SELF_SERIES_CAPPED, "loopwatch_series_dropped_total",
+		  "Series the cap (--prom-max-series) kept out or removed before their "
+		  "staleness window ended." },
+		{ PROM_SELF_SERIES_EXPIRED, "loopwatch_series_expired_total",
+		  "Series removed after no process counted in them for the staleness window "
+		  "(--prom-stale)." },
+		{ PROM_SELF_WRITE_ERRORS, "loopwatch_textfile_write_errors_total",
+		  "Writes of the --prom-file textfile that failed." },
+		{ PROM_SELF_SCRAPES, "loopwatch_scrapes_total",
+		  "Requests for /metrics answered on --listen." },
+		{ PROM_SELF_CONNS_DROPPED, "loopwatch_scrape_connections_dropped_total",
+		  "Connections to --listen closed unanswered or cut: too slow, too many at "
+		  "once, or not a request." },
+	};
+
+	family__header(out, "loopwatch_series", "gauge", "Series in this exposition.");
+	fprintf(out, "loopwatch_series %zu\n", sp->nseries);
+	for (size_t i = 0; i < sizeof(self) / sizeof(self[0]); i++) {
+		family__header(out, self[i].name, "counter", self[i].help);
+		fprintf(out, "%s %llu\n", self[i].name,
+			(unsigned long long)sp->self[self[i].what]);
+	}
+}
+
 static void family__self(FILE *out, const struct prom_registry *sp, const struct model *m)
 {
 	family__header(out, "loopwatch_build_info", "gauge",
@@ -821,6 +944,7 @@ static void family__self(FILE *out, const struct prom_registry *sp, const struct
 		       "Events (stalls, blocking calls) lost to a full ring buffer.");
 	fprintf(out, "loopwatch_events_dropped_total %llu\n",
 		(unsigned long long)m->events_dropped);
+	family__self_outputs(out, sp);
 	family__header(out, "loopwatch_loop_map_full_total", "counter",
 		       "Loop records the kernel failed to create. The table is an LRU: when "
 		       "full it drops the least recently active loop instead, uncounted.");
@@ -854,13 +978,89 @@ void prom_registry__render(struct prom_registry *sp, const struct model *m, doub
 	family__self(out, sp, m);
 }
 
-struct prom_registry *prom_registry__new(bool per_pid)
+void prom_options__from_config(struct prom_options *opts, const struct sink_config *cfg)
+{
+	opts->per_pid = cfg->prom_per_pid;
+	opts->stale_s = cfg->prom_stale_s;
+	opts->max_series = cfg->prom_max_series;
+	opts->min_iterations = cfg->prom_min_iterations;
+}
+
+void prom_registry__count(struct prom_registry *sp, enum prom_self what, __u64 n)
+{
+	if (what < PROM_SELF_N)
+		sp->self[what] += n;
+}
+
+struct prom_registry *prom_registry__new(const struct prom_options *opts)
 {
 	struct prom_registry *sp = calloc(1, sizeof(*sp));
 
 	if (sp)
-		sp->per_pid = per_pid;
+		sp->opts = *opts;
 	return sp;
+}
+
+static struct prom_registry *shared;
+
+struct prom_registry *prom_registry__shared(const struct prom_options *opts)
+{
+	if (!shared)
+		shared = prom_registry__new(opts);
+	if (shared)
+		shared->refs++;
+	return shared;
+}
+
+void prom_registry__put(struct prom_registry *sp)
+{
+	if (!sp || --sp->refs > 0)
+		return;
+	if (sp == shared)
+		shared = NULL;
+	prom_registry__free(sp);
+}
+
+/* "# HELP name ..." or "# TYPE name ...": the name's length, 0 otherwise */
+static size_t line__family(const char *line, const char *what)
+{
+	if (strncmp(line, what, 7))
+		return 0;
+	return strcspn(line + 7, " \n");
+}
+
+void prom_text__to_openmetrics(const char *text, FILE *out)
+{
+	const char *line = text;
+
+	while (*line) {
+		const char *end = strchr(line, '\n'), *next;
+		size_t len = end ? (size_t)(end - line) : strlen(line), n;
+
+		next = end ? end + 1 : line + len;
+		n = line__family(line, "# HELP ");
+		if (!n)
+			n = line__family(line, "# TYPE ");
+		/*
+		 * HELP comes first: a counter is known by the TYPE line after it,
+		 * which names the same family.
+		 */
+		if (n > 6 && !memcmp(line + 7 + n - 6, "_total", 6)) {
+			const char *type = !strncmp(line, "# TYPE ", 7) ? line : next;
+			const char *kind = type + 7 + n;
+
+			if (!strncmp(type, "# TYPE ", 7) && !strncmp(type + 7, line + 7, n) &&
+			    !strncmp(kind, " counter", 8)) {
+				fprintf(out, "%.*s%.*s\n", (int)(7 + n - 6), line,
+					(int)(len - 7 - n), line + 7 + n);
+				line = next;
+				continue;
+			}
+		}
+		fprintf(out, "%.*s\n", (int)len, line);
+		line = next;
+	}
+	fputs("# EOF\n", out);
 }
 
 void prom_registry__free(struct prom_registry *sp)

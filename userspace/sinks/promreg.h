@@ -16,20 +16,52 @@
 #include <stdio.h>
 #include "model/model.h"
 
-/* series of exited threads and processes stay this long with per-pid labels, then go */
-#define PROM_GRACE_S 300.0
+/* defaults of the flags */
+#define PROM_STALE_S 300.0
+#define PROM_MAX_SERIES 10000
+#define PROM_MIN_ITERATIONS 10
+
+struct prom_options {
+	bool per_pid;		/* pid and tid labels */
+	double stale_s;		/* a series with no live source goes after this long */
+	size_t max_series;	/* 0: no cap */
+	__u64 min_iterations;	/* a loop thread is exported from its Nth iteration on */
+};
+
+/* What the outputs count about themselves, exported as self metrics. */
+enum prom_self {
+	PROM_SELF_SERIES_CAPPED,	/* sources kept out or dead series removed by the cap */
+	PROM_SELF_SERIES_EXPIRED,	/* series gone after the staleness window */
+	PROM_SELF_WRITE_ERRORS,		/* textfile writes that failed */
+	PROM_SELF_SCRAPES,		/* /metrics requests answered */
+	PROM_SELF_CONNS_DROPPED,	/* scrape connections closed: too slow, too many, bad */
+	PROM_SELF_N,
+};
 
 struct prom_registry;
+struct sink_config;
 
-/* per_pid: pid and tid labels; NULL when out of memory */
-struct prom_registry *prom_registry__new(bool per_pid);
+void prom_options__from_config(struct prom_options *opts, const struct sink_config *cfg);
+/* NULL when out of memory */
+struct prom_registry *prom_registry__new(const struct prom_options *opts);
 void prom_registry__free(struct prom_registry *reg);
+/*
+ * The one registry of this run, which every Prometheus output renders (the
+ * textfile and /metrics agree): made by the first caller, freed by the last
+ * prom_registry__put.
+ */
+struct prom_registry *prom_registry__shared(const struct prom_options *opts);
+void prom_registry__put(struct prom_registry *reg);
 /* Folds the model into the series, then prints the exposition to out. now_s: monotonic. */
 void prom_registry__render(struct prom_registry *reg, const struct model *m, double now_s,
 			   FILE *out);
 /* How long the previous write of the exposition took, for its self metric. */
 void prom_registry__set_write_time(struct prom_registry *reg, double seconds);
-/* Container id (64 hex digits) in a docker/containerd/cri-o/podman cgroup path. */
-bool cgroup__container_id(const char *cgroup, char *id, size_t len);
+void prom_registry__count(struct prom_registry *reg, enum prom_self what, __u64 n);
+/*
+ * The text exposition (0.0.4) as OpenMetrics 1.0: a counter family is named
+ * without its _total suffix in HELP and TYPE, and the text ends in # EOF.
+ */
+void prom_text__to_openmetrics(const char *text, FILE *out);
 
 #endif

@@ -33,10 +33,14 @@ struct sink_config {
 	const char *report;
 	double threshold_ms;	/* --threshold: the lag target the report measures against */
 
-	/* Prometheus textfile */
+	/* Prometheus: the textfile, the scrape endpoint, the registry both render */
 	const char *prom_file;	/* NULL: none */
 	double prom_interval_s;
+	const char *listen;	/* ADDR:PORT for /metrics; NULL: none */
 	bool prom_per_pid;
+	double prom_stale_s;
+	size_t prom_max_series;
+	__u64 prom_min_iterations;
 };
 
 struct sink;

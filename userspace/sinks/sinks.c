@@ -4,7 +4,7 @@
 #include <string.h>
 #include "sinks/sink.h"
 
-extern const struct sink_ops tui_sink, text_sink, json_sink, alert_sink, prom_sink;
+extern const struct sink_ops tui_sink, text_sink, json_sink, alert_sink, prom_sink, http_sink;
 extern const struct sink_ops folded_sink, trace_sink, diagnosis_sink;
 
 /* Every output; the order is the order each event reaches them. */
@@ -17,6 +17,7 @@ static const struct sink_ops *const registry[] = {
 	&folded_sink,
 	&trace_sink,
 	&diagnosis_sink,
+	&http_sink,
 };
 
 #define NSINKS (sizeof(registry) / sizeof(registry[0]))

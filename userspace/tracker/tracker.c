@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "kernel/collector.h"
+#include "proc/kubelet.h"
 #include "proc/procs.h"
 #include "symbols/python.h"
 #include "symbols/symbols.h"
@@ -26,6 +27,7 @@ struct tracker {
 	struct probes *probes;
 	struct tracked *hash[TRACKER_HASH];
 	size_t n;
+	const char *kubelet_logs;
 };
 
 struct tracker *tracker__new(struct collector *c, struct procs *procs, struct symbols *syms,
@@ -166,6 +168,20 @@ void tracker__facts(struct tracker *t, __u32 pid, char *exe, size_t exe_len, cha
 		exe[0] = '\0';
 	if (!proc__cgroup(p, cgroup, cgroup_len))
 		cgroup[0] = '\0';
+}
+
+void tracker__set_kubelet_logs(struct tracker *t, const char *log_dir)
+{
+	t->kubelet_logs = log_dir;
+}
+
+void tracker__k8s_names(struct tracker *t, const char *cgroup, struct k8s_names *out)
+{
+	struct cgroup_identity id;
+
+	memset(out, 0, sizeof(*out));
+	if (t->kubelet_logs && cgroup__identity(cgroup, &id) && id.kind == CGROUP_K8S)
+		kubelet__names(t->kubelet_logs, id.pod_uid, id.container_id, out);
 }
 
 void tracker__probe_label(const struct tracker *t, __u32 id, char *buf, size_t len)

@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include "lib/cgroup.h"
 #include "lib/lwtypes.h"
 
 struct collector;
@@ -32,6 +33,14 @@ bool tracker__names(struct tracker *t, __u32 pid, __u32 tid, char *comm, char *t
 /* A process's executable and cgroup path, "" when unknown. */
 void tracker__facts(struct tracker *t, __u32 pid, char *exe, size_t exe_len, char *cgroup,
 		    size_t cgroup_len);
+/*
+ * Kubernetes names of the pod container a cgroup path names, from the
+ * kubelet's log directories under log_dir (tracker__set_kubelet_logs); all ""
+ * when the path names no pod or nothing is readable.
+ */
+void tracker__k8s_names(struct tracker *t, const char *cgroup, struct k8s_names *out);
+/* Where the host's /var/log is (a DaemonSet mounts it elsewhere); NULL: none. */
+void tracker__set_kubelet_logs(struct tracker *t, const char *log_dir);
 /* The label of a probe id (the bpf_cookie of its uprobes). */
 void tracker__probe_label(const struct tracker *t, __u32 id, char *buf, size_t len);
 
