@@ -45,6 +45,8 @@ struct prom_counts {
 	__u64 count;			/* the +Inf bucket and _count */
 	__u64 busy_ns;			/* probe series: of total_ns, in loop busy time */
 	__u64 idle_ns;
+	__u64 blocked_ns;		/* loop series: of busy_ns, asleep */
+	__u64 runq_ns;			/* loop series: of busy_ns, waiting for a CPU */
 	__u64 iterations;
 	__u64 stalls;
 	__u64 total_ns;			/* syscall: asleep in it; probe: inside calls */
@@ -105,6 +107,8 @@ static void counts__from_thread(struct prom_counts *c, const struct loop_thread 
 	c->count = hist__count(h);
 	c->busy_ns = t->snap.busy_ns;
 	c->idle_ns = t->snap.idle_ns;
+	c->blocked_ns = t->snap.blocked_ns;
+	c->runq_ns = t->snap.runq_ns;
 	c->iterations = t->snap.iterations;
 	c->stalls = t->snap.stalls;
 }
@@ -118,6 +122,8 @@ static void counts__add_diff(struct prom_counts *dst, const struct prom_counts *
 	dst->count += a->count - b->count;
 	dst->busy_ns += a->busy_ns - b->busy_ns;
 	dst->idle_ns += a->idle_ns - b->idle_ns;
+	dst->blocked_ns += a->blocked_ns - b->blocked_ns;
+	dst->runq_ns += a->runq_ns - b->runq_ns;
 	dst->iterations += a->iterations - b->iterations;
 	dst->stalls += a->stalls - b->stalls;
 	dst->total_ns += a->total_ns - b->total_ns;
@@ -135,6 +141,7 @@ static bool counts__any_below(const struct prom_counts *a, const struct prom_cou
 			return true;
 	}
 	return a->count < b->count || a->busy_ns < b->busy_ns || a->idle_ns < b->idle_ns ||
+	       a->blocked_ns < b->blocked_ns || a->runq_ns < b->runq_ns ||
 	       a->iterations < b->iterations || a->stalls < b->stalls ||
 	       a->total_ns < b->total_ns || a->calls < b->calls;
 }
@@ -816,7 +823,7 @@ static void family__histogram(FILE *out, struct prom_series **v, size_t n)
 	}
 }
 
-enum prom_field { F_BUSY, F_IDLE, F_ITERATIONS, F_STALLS, F_TOTAL, F_CALLS };
+enum prom_field { F_BUSY, F_IDLE, F_BLOCKED, F_RUNQ, F_ITERATIONS, F_STALLS, F_TOTAL, F_CALLS };
 
 /* The counter families in the order they are written: one field of one kind's series. */
 static const struct prom_family {
@@ -829,6 +836,12 @@ static const struct prom_family {
 	  "Time event loops spent between wait calls (handling events)." },
 	{ PROM_LOOP, F_IDLE, "loopwatch_loop_idle_seconds_total",
 	  "Time event loops spent inside wait calls." },
+	{ PROM_LOOP, F_BLOCKED, "loopwatch_loop_blocked_seconds_total",
+	  "Of loopwatch_loop_busy_seconds_total, the time loop threads slept (in a blocking "
+	  "syscall or a page fault)." },
+	{ PROM_LOOP, F_RUNQ, "loopwatch_loop_runq_seconds_total",
+	  "Of loopwatch_loop_busy_seconds_total, the time loop threads were runnable but "
+	  "waited for a CPU. Busy minus blocked minus runq is time on a CPU." },
 	{ PROM_LOOP, F_ITERATIONS, "loopwatch_loop_iterations_total",
 	  "Event-loop iterations (wait calls that returned and were followed by another)." },
 	{ PROM_LOOP, F_STALLS, "loopwatch_stalls_total",
@@ -864,6 +877,12 @@ static void family__counter(FILE *out, struct prom_series **v, size_t n,
 			break;
 		case F_IDLE:
 			seconds__print(out, c->idle_ns);
+			break;
+		case F_BLOCKED:
+			seconds__print(out, c->blocked_ns);
+			break;
+		case F_RUNQ:
+			seconds__print(out, c->runq_ns);
 			break;
 		case F_ITERATIONS:
 			fprintf(out, "%llu", (unsigned long long)c->iterations);
