@@ -7,7 +7,7 @@ build_pkgs=(clang make gcc bpftool libbpf-dev libelf-dev zlib1g-dev libncurses-d
 # runtimes and libraries the end-to-end tests trace
 test_pkgs=(python3 python3-tornado python3-aiohttp python3-uvloop python3-ujson nodejs prometheus
 	prometheus-node-exporter libjson-c-dev libjansson-dev libcjson-dev
-	python3.11-dbg)
+	python3.11-dbg strace)
 
 want=("${build_pkgs[@]}")
 [ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")
@@ -40,4 +40,10 @@ if [ "${1:-build}" = test ]; then
 			break
 		fi
 	done
+	# the schema checks of the shipped dashboard and manifests (tools/validate/package.json)
+	validate="$(dirname "$0")/validate"
+	if [ ! "$validate/node_modules/.package-lock.json" -nt "$validate/package-lock.json" ]; then
+		echo "tools/deps.sh: npm ci in $validate" >&2
+		(cd "$validate" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+	fi
 fi

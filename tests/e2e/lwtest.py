@@ -171,3 +171,109 @@ def line_requests(port, n, pause=0.05):
             s.sendall(b"x\n")
             s.recv(16)
         time.sleep(pause)
+
+
+# cgroup v2: the unified tree of a hybrid host, or the whole of /sys/fs/cgroup
+CGROUP2 = ("/sys/fs/cgroup/unified"
+           if os.path.exists("/sys/fs/cgroup/unified/cgroup.procs") else "/sys/fs/cgroup")
+
+
+class Cgroups:
+    """Cgroup directories made in the v2 tree (paths as /proc/PID/cgroup shows them),
+    processes moved into them, everything removed again by cleanup()."""
+
+    def __init__(self):
+        self.made = []
+
+    def make(self, path):
+        """path: "/a/b/c" under the v2 root; every missing level is made."""
+        parts = [p for p in path.split("/") if p]
+        for i in range(1, len(parts) + 1):
+            d = os.path.join(CGROUP2, *parts[:i])
+            if not os.path.isdir(d):
+                os.mkdir(d)
+                self.made.append(d)
+        return path
+
+    def move(self, pid, path):
+        self.make(path)
+        with open(os.path.join(CGROUP2, path.lstrip("/"), "cgroup.procs"), "w") as f:
+            f.write(str(pid))
+
+    def cleanup(self):
+        """rmdir deepest first; a directory still holding a process is left, and said."""
+        left = []
+        for d in sorted(self.made, key=len, reverse=True):
+            for _ in range(50):
+                try:
+                    os.rmdir(d)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.1)
+            else:
+                left.append(d)
+        self.made = []
+        assert not left, "cgroups still busy: %s" % left
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class PrometheusServer:
+    """Debian's prometheus on loopback, scraping `targets` (host:port) every
+    `interval` as job "loopwatch", its TSDB in a temp directory."""
+
+    def __init__(self, targets, interval="1s"):
+        self.dir = tempfile.mkdtemp(prefix="loopwatch-prometheus-")
+        self.port = free_port()
+        self.api = "http://127.0.0.1:%d/api/v1/" % self.port
+        config = os.path.join(self.dir, "prometheus.yml")
+        with open(config, "w") as f:
+            f.write("global:\n  scrape_interval: %s\n  scrape_timeout: %s\n"
+                    "scrape_configs:\n  - job_name: loopwatch\n    static_configs:\n"
+                    "      - targets: [%s]\n" % (interval, interval,
+                                                  ", ".join("'%s'" % t for t in targets)))
+        self.proc = subprocess.Popen(
+            ["prometheus", "--config.file=" + config, "--storage.tsdb.path=" +
+             os.path.join(self.dir, "data"), "--web.listen-address=127.0.0.1:%d" % self.port],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+    def query(self, expr, timeout=5):
+        """An instant query: [(labels, float value)]."""
+        import urllib.parse
+        import urllib.request
+        url = self.api + "query?" + urllib.parse.urlencode({"query": expr})
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            body = json.load(r)
+        assert body["status"] == "success", body
+        return [(s["metric"], float(s["value"][1])) for s in body["data"]["result"]]
+
+    def wait(self, expr, pred, timeout=60):
+        """Until pred(query(expr)) holds: its result, or an AssertionError."""
+        deadline, last = time.time() + timeout, None
+        while time.time() < deadline:
+            assert self.proc.poll() is None, "prometheus exited: %s" % self.proc.stderr.read()
+            try:
+                last = self.query(expr)
+                if pred(last):
+                    return last
+            except OSError as e:
+                last = e
+            time.sleep(0.5)
+        raise AssertionError("prometheus: %s never satisfied the test, last %r" % (expr, last))
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        import shutil
+        shutil.rmtree(self.dir, ignore_errors=True)

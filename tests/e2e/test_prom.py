@@ -684,6 +684,16 @@ def test_prom_and_service_flags_fail_clearly(ctx):
             ["--probe", "libc.so.6:malloc="],
             ["--probe-threshold", "0"],
             sum((["--probe", "libc.so.6:f%d" % i] for i in range(33)), []),
+            ["--listen", "9977"],
+            ["--listen", ":0"],
+            ["--listen", "127.0.0.1:65536"],
+            ["--listen", "[::1:9977"],
+            ["--prom-stale", "0"],
+            ["--prom-stale", "forever"],
+            ["--prom-max-series", "-1"],
+            ["--prom-max-series", "1e3"],
+            ["--prom-min-iterations", "x"],
+            ["--kubelet-logs", ""],
         ]
         for args in bad:
             r = run_fast(ctx, *args)
@@ -696,14 +706,18 @@ def test_prom_and_service_flags_fail_clearly(ctx):
 
         # good values are taken (--version exits once everything before it parsed)
         r = run_fast(ctx, "--quiet", "--prom-file", tmp + "/x.prom", "--prom-interval", "0.05",
-                     "--prom-per-pid", "--threshold", "20", "--block-threshold", "0.5",
+                     "--prom-per-pid", "--listen", "127.0.0.1:9977", "--prom-stale", "30",
+                     "--prom-max-series", "500", "--prom-min-iterations", "0",
+                     "--kubelet-logs", "/host/var/log", "--threshold", "20", "--block-threshold", "0.5",
                      "--sample-hz", "99", "--alert-ms", "15", "--alert-log", tmp + "/alerts",
                      "--alert-exec", "true", "--alert-every", "0", "--probe",
                      "libc.so.6:malloc=alloc", "--no-builtin-probes", "--probe-threshold", "2",
                      "--list-probes", "--version")
         assert r.returncode == 0 and r.stdout.startswith("loopwatch "), r
         r = run_fast(ctx, "--help")
-        for flag in ("--quiet", "--prom-file", "--prom-interval", "--prom-per-pid",
+        for flag in ("--quiet", "--prom-file", "--prom-interval", "--prom-per-pid", "--listen",
+                     "--prom-stale", "--prom-max-series", "--prom-min-iterations",
+                     "--kubelet-logs",
                      "--threshold", "--block-threshold", "--sample-hz", "--alert-ms",
                      "--alert-log", "--alert-exec", "--alert-every", "--probe",
                      "--no-builtin-probes", "--list-probes"):
