@@ -25,7 +25,8 @@ static const char doc[] =
 "    loopwatch --comm node -i 5  # processes named node, a row every 5 s\n"
 "    loopwatch --json -d 30      # JSON lines: one per loop thread per interval\n"
 "    loopwatch --quiet --prom-file /var/lib/prometheus/node-exporter/loopwatch.prom\n"
-"                                # a daemon feeding node_exporter's textfile collector\n";
+"                                # a daemon feeding node_exporter's textfile collector\n"
+"    loopwatch --quiet --listen :9977  # a daemon Prometheus scrapes\n";
 
 enum {
 	OPT_COMM = 0x100,

@@ -144,6 +144,18 @@ def test_fleet_prometheus_reads_quantiles_matching_ground_truth(ctx):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def cleanup(procs, lw, outs, cgroups):
+    """Workloads and loopwatch killed, ground-truth files removed, cgroups emptied."""
+    for p in procs:
+        p.kill()
+    lw.kill()
+    for o in outs:
+        if os.path.exists(o):
+            os.unlink(o)
+    time.sleep(0.2)
+    cgroups.cleanup()
+
+
 def scrape_text(port, timeout=10):
     return parse_exposition(get("http://127.0.0.1:%d/metrics" % port, timeout=timeout)[2])
 
@@ -234,14 +246,7 @@ def test_fleet_churned_cgroups_expire_and_survivors_stay_monotonic(ctx):
                   stale + 2.5, expired, len(last_seen)))
         lw.stop(signal.SIGTERM)
     finally:
-        for p in churn + ([survivor] if survivor else []):
-            p.kill()
-        lw.kill()
-        for o in outs:
-            if os.path.exists(o):
-                os.unlink(o)
-        time.sleep(0.2)
-        cg.cleanup()
+        cleanup(churn + ([survivor] if survivor else []), lw, outs, cg)
         shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -306,14 +311,7 @@ def test_fleet_service_labels_from_systemd_and_kubernetes_cgroups(ctx):
         one(scraped, "loopwatch_loop_iterations_total", service="shop/api", pod_uid=uid)
         lw.stop(signal.SIGTERM)
     finally:
-        for w in ws:
-            w.kill()
-        lw.kill()
-        for o in outs:
-            if os.path.exists(o):
-                os.unlink(o)
-        time.sleep(0.2)
-        cg.cleanup()
+        cleanup(ws, lw, outs, cg)
         shutil.rmtree(logs, ignore_errors=True)
         shutil.rmtree(tmp, ignore_errors=True)
 

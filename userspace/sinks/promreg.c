@@ -477,10 +477,9 @@ static int thread__cmp_pid(const void *a, const void *b)
  * preferably of the same name (an exited process whose pid was reused may
  * still be in the model), preferably alive. v is sorted by thread__cmp_pid.
  */
-static const struct loop_thread *threads__of_process(struct loop_thread **v, size_t n,
-						     __u32 pid, const char *comm)
+/* The index of pid's first thread in v, sorted by thread__cmp_pid (n if none). */
+static size_t threads__first_of(struct loop_thread **v, size_t n, __u32 pid)
 {
-	const struct loop_thread *any = NULL;
 	size_t lo = 0, hi = n;
 
 	while (lo < hi) {
@@ -491,7 +490,15 @@ static const struct loop_thread *threads__of_process(struct loop_thread **v, siz
 		else
 			hi = mid;
 	}
-	for (size_t i = lo; i < n && v[i]->pid == pid; i++) {
+	return lo;
+}
+
+static const struct loop_thread *threads__of_process(struct loop_thread **v, size_t n,
+						     __u32 pid, const char *comm)
+{
+	const struct loop_thread *any = NULL;
+
+	for (size_t i = threads__first_of(v, n, pid); i < n && v[i]->pid == pid; i++) {
 		if (!strcmp(v[i]->comm, comm))
 			return v[i];
 		if (!any)
@@ -503,17 +510,7 @@ static const struct loop_thread *threads__of_process(struct loop_thread **v, siz
 /* Has a thread of pid made min_iterations? v is sorted by thread__cmp_pid. */
 static bool process__admitted(struct loop_thread **v, size_t n, __u32 pid, __u64 min_iterations)
 {
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (v[mid]->pid < pid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	for (size_t i = lo; i < n && v[i]->pid == pid; i++) {
+	for (size_t i = threads__first_of(v, n, pid); i < n && v[i]->pid == pid; i++) {
 		if (v[i]->snap.iterations >= min_iterations)
 			return true;
 	}
