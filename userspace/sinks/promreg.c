@@ -17,6 +17,8 @@
 
 #define PROM_HASH 4096
 #define PROM_LABELS_LEN 2048
+/* a thread inside one iteration this long is a loop, however few it has made: a hung one */
+#define PROM_ADMIT_BUSY_NS 1000000000ULL
 
 /* the le bounds of loopwatch_loop_iteration_seconds, besides +Inf */
 static const struct {
@@ -345,10 +347,15 @@ static struct prom_source *source__new(struct prom_registry *sp, unsigned int h,
 }
 
 /*
- * A thread's source, created once it has made min_iterations: a thread that
- * waited a few times is no loop worth a series (ssh, a sync client's
- * timeout). Once in, it stays in.
+ * A thread is exported once it has made min_iterations, or is hung in one:
+ * a thread that waited a few times is no loop worth a series (ssh, a sync
+ * client's timeout). Once in, it stays in.
  */
+static bool thread__admitted(const struct loop_thread *t, __u64 min_iterations)
+{
+	return t->snap.iterations >= min_iterations || t->busy_now_ns >= PROM_ADMIT_BUSY_NS;
+}
+
 static struct prom_source *thread__source(struct prom_registry *sp, const struct loop_thread *t)
 {
 	unsigned int h = t->tid % PROM_HASH;
@@ -358,7 +365,7 @@ static struct prom_source *thread__source(struct prom_registry *sp, const struct
 		if (ps->kind == PROM_LOOP && ps->id == t->tid && ps->start_ns == t->start_ns)
 			return ps;
 	}
-	if (t->snap.iterations < sp->opts.min_iterations)
+	if (!thread__admitted(t, sp->opts.min_iterations))
 		return NULL;
 	ps = source__new(sp, h, PROM_LOOP, t->tid);
 	if (ps)
@@ -511,7 +518,7 @@ static const struct loop_thread *threads__of_process(struct loop_thread **v, siz
 static bool process__admitted(struct loop_thread **v, size_t n, __u32 pid, __u64 min_iterations)
 {
 	for (size_t i = threads__first_of(v, n, pid); i < n && v[i]->pid == pid; i++) {
-		if (v[i]->snap.iterations >= min_iterations)
+		if (thread__admitted(v[i], min_iterations))
 			return true;
 	}
 	return false;
