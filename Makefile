@@ -33,7 +33,7 @@ $(OUT)/.deps: tools/deps.sh
 
 $(OUT)/.test-deps: tools/deps.sh
 	@mkdir -p $(OUT)
-	tools/deps.sh test
+	OUT=$(OUT) tools/deps.sh test
 	@touch $@
 
 deps: $(OUT)/.deps

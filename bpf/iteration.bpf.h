@@ -8,6 +8,7 @@
 
 #include "maps.bpf.h"
 #include "python.bpf.h"
+#include "v8.bpf.h"
 
 static __always_inline void counter__inc(enum lw_counter which)
 {
@@ -128,8 +129,9 @@ static __always_inline void capture__take(void *ctx, struct lw_capture *cap, __u
 	cap->stack.kernel = kskip < 0 ? -1 :
 			    bpf_get_stackid(ctx, &stacks,
 					    (kskip & BPF_F_SKIP_FIELD_MASK) | BPF_F_REUSE_STACKID);
-	/* the Python frame chain changes as soon as the thread runs on */
+	/* the Python and V8 frame chains change as soon as the thread runs on */
 	cap->stack.python = python__capture();
+	cap->stack.v8 = v8__capture();
 	if (bpf_probe_read_user(cap->words, sizeof(cap->words), (void *)user_sp))
 		__builtin_memset(cap->words, 0, sizeof(cap->words));
 }

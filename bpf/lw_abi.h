@@ -109,6 +109,7 @@ struct lw_stack_ref {
 	__s32 user;
 	__s32 kernel;
 	__u32 python;		/* id in "py_stacks" (bpf/lw_abi_python.h); 0: no Python stack */
+	__u32 v8;		/* id in "v8_stacks" (bpf/lw_abi_v8.h); 0: no JS frames */
 };
 
 /* A stack taken while the task was about to leave the CPU. */

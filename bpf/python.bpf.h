@@ -15,6 +15,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include "lw_abi_python.h"
+#include "stackstore.bpf.h"
 
 /*
  * CPython processes by pid, filled by userspace when a loop process appears.
@@ -230,53 +231,27 @@ static __always_inline void python__walk(const struct lw_py_proc *cfg, struct lw
 	st->nframes = n;
 }
 
-static __always_inline __u64 py__mix(__u64 h, __u64 v)
-{
-	h ^= v;
-	h *= 0x100000001b3ULL;		/* FNV-1a prime, a word at a time */
-	return h ^ (h >> 29);
-}
-
 static __always_inline __u64 python__hash(const struct lw_py_stack *st)
 {
 	__u64 h = 0xcbf29ce484222325ULL;
 
-	h = py__mix(h, (__u64)st->nframes << 32 | st->flags);
-	h = py__mix(h, st->version);
-	h = py__mix(h, st->entries);
-	h = py__mix(h, st->shims);
+	h = stack__mix(h, (__u64)st->nframes << 32 | st->flags);
+	h = stack__mix(h, st->version);
+	h = stack__mix(h, st->entries);
+	h = stack__mix(h, st->shims);
 	for (int i = 0; i < LW_PY_MAX_DEPTH; i++) {
 		if (i >= st->nframes)
 			break;
-		h = py__mix(h, st->frames[i].code);
-		h = py__mix(h, st->frames[i].pos);
+		h = stack__mix(h, st->frames[i].code);
+		h = stack__mix(h, st->frames[i].pos);
 	}
 	return h;
 }
 
-/*
- * The id is taken from the stack's hash, so identical stacks share one
- * entry; two 32-bit candidates from the 64-bit hash make a clash between
- * different stacks rare, and on a double clash the newer stack wins.
- */
 static __always_inline __u32 python__store(struct lw_py_stack *st)
 {
-	__u32 ids[2];
-	struct lw_py_stack *old;
-
 	st->hash = python__hash(st);
-	ids[0] = (__u32)st->hash ?: 1;
-	ids[1] = (__u32)(st->hash >> 32) ?: 2;
-	for (int i = 0; i < 2; i++) {
-		old = bpf_map_lookup_elem(&py_stacks, &ids[i]);
-		if (old && old->hash == st->hash)
-			return ids[i];
-		if (!old && !bpf_map_update_elem(&py_stacks, &ids[i], st, BPF_NOEXIST))
-			return ids[i];
-	}
-	if (bpf_map_update_elem(&py_stacks, &ids[0], st, BPF_ANY))
-		return 0;
-	return ids[0];
+	return stack__store(&py_stacks, st, st->hash, __builtin_offsetof(struct lw_py_stack, hash));
 }
 
 /*

@@ -29,5 +29,6 @@ int loop_sample(struct bpf_perf_event_data *ctx)
 		bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK | BPF_F_REUSE_STACKID);
 	l->iter.samples[slot].kernel = bpf_get_stackid(ctx, &stacks, BPF_F_REUSE_STACKID);
 	l->iter.samples[slot].python = python__capture();
+	l->iter.samples[slot].v8 = v8__capture();
 	return 0;
 }

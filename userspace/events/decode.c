@@ -53,6 +53,7 @@ static void stack__resolve(struct decoder *d, __u32 pid, struct lw_stack_ref ref
 {
 	uint64_t kips[LW_STACK_DEPTH], uips[LW_STACK_DEPTH];
 	struct lw_py_stack py;
+	struct lw_v8_stack *js = malloc(sizeof(*js));
 	struct raw_stack raw = {
 		.kernel = kips,
 		.nkernel = collector__read_stack(d->c, ref.kernel, kips, LW_STACK_DEPTH),
@@ -61,9 +62,11 @@ static void stack__resolve(struct decoder *d, __u32 pid, struct lw_stack_ref ref
 		.words = (const uint64_t *)words,
 		.nwords = words ? LW_STACK_WORDS : 0,
 		.python = collector__read_py_stack(d->c, ref.python, &py) ? &py : NULL,
+		.v8 = js && collector__read_v8_stack(d->c, ref.v8, js) ? js : NULL,
 	};
 
 	out->nframes = symbols__stack(d->syms, (int)pid, &raw, &out->frames);
+	free(js);
 }
 
 /* Identical sample stacks become one entry with a count. */
@@ -83,7 +86,8 @@ static void stall__add_samples(struct decoder *d, const struct lw_stall_event *e
 		for (j = 0; j < nuniq; j++) {
 			struct lw_stack_ref o = e->iter.samples[first[j]];
 
-			if (o.user == s.user && o.kernel == s.kernel && o.python == s.python)
+			if (o.user == s.user && o.kernel == s.kernel && o.python == s.python &&
+			    o.v8 == s.v8)
 				break;
 		}
 		if (j == nuniq)
@@ -181,7 +185,6 @@ static double decoder__wall(const struct decoder *d, __u64 mono_ns)
 
 void decoder__stall(struct decoder *d, const struct lw_stall_event *e, struct stall_report *r)
 {
-	const struct stack_report *main_stack;
 	__u64 off;
 	char buf[32];
 
@@ -216,11 +219,7 @@ void decoder__stall(struct decoder *d, const struct lw_stall_event *e, struct st
 	stall__merge_samples(r);
 	stall__add_blocks(d, e, r);
 	stall__add_runq(d, e, r);
-	main_stack = stall_report__main_stack(r);
-	if (main_stack)
-		stack_report__top(main_stack, r->top, sizeof(r->top));
-	else
-		snprintf(r->top, sizeof(r->top), "[no stack]");
+	stall_report__top(r, r->top, sizeof(r->top));
 }
 
 /*

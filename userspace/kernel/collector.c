@@ -239,13 +239,27 @@ bool collector__read_py_stack(struct collector *c, __u32 id, struct lw_py_stack 
 	return id && !bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.py_stacks), &id, st);
 }
 
+/* A frame walker's per-process layout: set, or (cfg NULL) taken out. */
+static int walker__set(const struct bpf_map *map, __u32 pid, const void *cfg)
+{
+	if (!cfg)
+		return bpf_map_delete_elem(bpf_map__fd(map), &pid);
+	return bpf_map_update_elem(bpf_map__fd(map), &pid, cfg, BPF_ANY);
+}
+
 int collector__set_python(struct collector *c, __u32 pid, const struct lw_py_proc *cfg)
 {
-	int fd = bpf_map__fd(c->skel->maps.py_procs);
+	return walker__set(c->skel->maps.py_procs, pid, cfg);
+}
 
-	if (!cfg)
-		return bpf_map_delete_elem(fd, &pid);
-	return bpf_map_update_elem(fd, &pid, cfg, BPF_ANY);
+bool collector__read_v8_stack(struct collector *c, __u32 id, struct lw_v8_stack *st)
+{
+	return id && !bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.v8_stacks), &id, st);
+}
+
+int collector__set_v8(struct collector *c, __u32 pid, const struct lw_v8_proc *cfg)
+{
+	return walker__set(c->skel->maps.v8_procs, pid, cfg);
 }
 
 void collector__counters(struct collector *c, __u64 *dropped, __u64 *loops_full)

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include "lib/lwtypes.h"
 #include "lw_abi_python.h"
+#include "lw_abi_v8.h"
 
 typedef void (*loop_fn)(const struct lw_loop *loop, void *ctx);
 /* a stall or blocking-call event from the ring buffer (struct lw_*_event) */
@@ -52,6 +53,10 @@ int collector__read_stack(struct collector *c, __s32 id, uint64_t *ips, int max)
 bool collector__read_py_stack(struct collector *c, __u32 id, struct lw_py_stack *st);
 /* Walk pid's Python frames with cfg from now on; NULL cfg: no more. */
 int collector__set_python(struct collector *c, __u32 pid, const struct lw_py_proc *cfg);
+/* A JS stack by id from "v8_stacks"; false if gone (or id 0). */
+bool collector__read_v8_stack(struct collector *c, __u32 id, struct lw_v8_stack *st);
+/* Walk pid's V8 frames with cfg from now on; NULL cfg: no more. */
+int collector__set_v8(struct collector *c, __u32 pid, const struct lw_v8_proc *cfg);
 /* Kernel-side self counters (events dropped, loop map full), summed over CPUs. */
 void collector__counters(struct collector *c, __u64 *dropped, __u64 *loops_full);
 typedef void (*syscall_fn)(const struct lw_syscall_key *key, const struct lw_syscall_stats *st,

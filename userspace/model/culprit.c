@@ -2,7 +2,8 @@
 /*
  * Which frames name a culprit: the user's own code, never the runtime it
  * calls into. A stall in json.dumps is the fault of whoever called it with
- * a large object, and a sleep in libc of whoever called sleep.
+ * a large object, a sleep in libc of whoever called sleep, and a
+ * pbkdf2Sync in node:internal/crypto of the route that called it.
  */
 #include <stdio.h>
 #include <string.h>
@@ -20,20 +21,41 @@ static bool file__is_stdlib(const char *file)
 	return strstr(file, "/lib/python") && !strstr(file, "-packages/");
 }
 
+/* node's own JavaScript (node:internal/..., node:fs) and V8's builtins (no script) */
+static bool file__is_node_runtime(const char *file)
+{
+	return !file[0] || !strncmp(file, "node:", 5);
+}
+
+/* A frame of interpreted code (Python, JavaScript) rather than machine code. */
+static bool frame__is_script(const struct frame *f)
+{
+	return f->kind == FRAME_PYTHON || f->kind == FRAME_JS;
+}
+
+static bool frame__is_runtime(const struct frame *f)
+{
+	if (f->kind == FRAME_PYTHON)
+		return file__is_stdlib(f->file);
+	if (f->kind == FRAME_JS)
+		return file__is_node_runtime(f->file);
+	return module__is_runtime(f->module);
+}
+
 /* The frame to start from: the user's own code first, libc and the stdlib last. */
-static int stack__culprit(const struct stack_report *s, bool python)
+static int stack__culprit(const struct stack_report *s, bool script)
 {
 	int first = -1;
 
 	for (int i = 0; i < s->nframes; i++) {
 		const struct frame *f = &s->frames[i];
 
-		if (python != (f->kind == FRAME_PYTHON) || f->kind == FRAME_KERNEL || !f->func[0] ||
+		if (script != frame__is_script(f) || f->kind == FRAME_KERNEL || !f->func[0] ||
 		    f->func[0] == '[')
 			continue;
 		if (first < 0)
 			first = i;
-		if (python ? !file__is_stdlib(f->file) : !module__is_runtime(f->module))
+		if (!frame__is_runtime(f))
 			return i;
 	}
 	return first;
@@ -46,11 +68,11 @@ int stack_report__culprit(const struct stack_report *s)
 	return first >= 0 ? first : stack__culprit(s, false);
 }
 
-/* The two frames that best name a culprit: Python code when there is any. */
+/* The two frames that best name a culprit: Python or JS code when there is any. */
 void stack_report__top(const struct stack_report *s, char *buf, size_t len)
 {
 	int first = stack_report__culprit(s), shown = 0;
-	bool python = first >= 0 && s->frames[first].kind == FRAME_PYTHON;
+	bool script = first >= 0 && frame__is_script(&s->frames[first]);
 	size_t used = 0;
 
 	buf[0] = '\0';
@@ -62,9 +84,10 @@ void stack_report__top(const struct stack_report *s, char *buf, size_t len)
 		const struct frame *f = &s->frames[i];
 		const char *base = strrchr(f->file, '/');
 
-		if (python != (f->kind == FRAME_PYTHON) || f->kind == FRAME_KERNEL || !f->func[0])
+		if (script != frame__is_script(f) || f->kind == FRAME_KERNEL || !f->func[0] ||
+		    f->func[0] == '[')
 			continue;
-		if (python)
+		if (script && f->file[0])
 			used += (size_t)snprintf(buf + used, len - used, "%s%s (%s:%d)",
 						 shown ? " < " : "", f->func,
 						 base ? base + 1 : f->file, f->line);
@@ -75,18 +98,38 @@ void stack_report__top(const struct stack_report *s, char *buf, size_t len)
 	}
 }
 
-const struct stack_report *stall_report__main_stack(const struct stall_report *r)
+/*
+ * The culprit that most of the stall names: the stacks of its dominant
+ * cause grouped by their top frames, weighted by samples (CPU) or time
+ * (blocked, run queue). Samples of one function split over many stacks
+ * (a native leaf, a line apart) still add up to it.
+ */
+void stall_report__top(const struct stall_report *r, char *buf, size_t len)
 {
-	const struct stack_report *best = NULL;
+	char tops[REPORT_MAX_STACKS][sizeof(r->top)];
+	__u64 weight[REPORT_MAX_STACKS] = { 0 };
+	bool by_ns = r->cause != CAUSE_CPU;
+	int ntops = 0, best = -1;
 
-	for (int i = 0; i < r->nstacks; i++) {
+	for (int i = 0; i < r->nstacks && i < REPORT_MAX_STACKS; i++) {
 		const struct stack_report *s = &r->stacks[i];
-		bool by_ns = r->cause != CAUSE_CPU;
+		int j;
 
 		if (s->blocked != (r->cause == CAUSE_BLOCKED) || s->runq != (r->cause == CAUSE_RUNQ))
 			continue;
-		if (!best || (by_ns ? s->ns > best->ns : s->samples > best->samples))
-			best = s;
+		stack_report__top(s, tops[ntops], sizeof(tops[ntops]));
+		for (j = 0; j < ntops && strcmp(tops[j], tops[ntops]); j++)
+			;
+		weight[j] += by_ns ? s->ns : (__u64)s->samples;
+		if (j == ntops)
+			ntops++;
+		if (best < 0 || weight[j] > weight[best])
+			best = j;
 	}
-	return best ? best : r->nstacks ? &r->stacks[0] : NULL;
+	if (best >= 0)
+		snprintf(buf, len, "%s", tops[best]);
+	else if (r->nstacks)
+		stack_report__top(&r->stacks[0], buf, len);
+	else
+		snprintf(buf, len, "[no stack]");
 }

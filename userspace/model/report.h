@@ -108,8 +108,8 @@ void stack_report__clear(struct stack_report *s);
 int stack_report__culprit(const struct stack_report *s);
 /* The frames that best name a culprit in one stack: the user's code first (culprit.c). */
 void stack_report__top(const struct stack_report *s, char *buf, size_t len);
-/* The stack that explains the stall's dominant cause: most samples, or longest. */
-const struct stack_report *stall_report__main_stack(const struct stall_report *r);
+/* The top frames most of the stall's dominant cause names (culprit.c). */
+void stall_report__top(const struct stall_report *r, char *buf, size_t len);
 void stall_report__free(struct stall_report *r);
 void block_report__free(struct block_report *r);
 void probe_report__free(struct probe_report *r);

@@ -193,22 +193,50 @@ int elf__vaddr_to_offset(const struct elf_handle *h, uint64_t vaddr, uint64_t *o
 
 int elf__read(const struct elf_handle *h, uint64_t vaddr, void *buf, size_t len)
 {
-	size_t nph, i = 0, size;
+	size_t nph, i = 0, size, infile;
+	uint64_t rel;
 	GElf_Phdr ph;
 	char *raw;
 
 	if (elf_getphdrnum(h->elf, &nph))
 		return -ENOEXEC;
 	while (load__next(h->elf, &i, nph, &ph)) {
+		uint64_t memsz = ph.p_memsz > ph.p_filesz ? ph.p_memsz : ph.p_filesz;
+
 		/* every sum checked against overflow: the file is the target's */
-		if (vaddr < ph.p_vaddr || vaddr - ph.p_vaddr > ph.p_filesz ||
-		    len > ph.p_filesz - (vaddr - ph.p_vaddr))
+		if (vaddr < ph.p_vaddr || vaddr - ph.p_vaddr > memsz ||
+		    len > memsz - (vaddr - ph.p_vaddr))
 			continue;
+		rel = vaddr - ph.p_vaddr;
+		infile = rel >= ph.p_filesz ? 0 : ph.p_filesz - rel < len ? ph.p_filesz - rel : len;
 		raw = elf_rawfile(h->elf, &size);
-		if (!raw || ph.p_offset > size || vaddr - ph.p_vaddr > size - ph.p_offset ||
-		    len > size - ph.p_offset - (vaddr - ph.p_vaddr))
+		if (!raw || ph.p_offset > size || rel > size - ph.p_offset ||
+		    infile > size - ph.p_offset - rel)
 			return -ENOEXEC;
-		memcpy(buf, raw + ph.p_offset + (vaddr - ph.p_vaddr), len);
+		/* past p_filesz is .bss: zeros, as the loader maps it */
+		memset(buf, 0, len);
+		memcpy(buf, raw + ph.p_offset + rel, infile);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+int elf__tls(const struct elf_handle *h, uint64_t *vaddr, uint64_t *memsz, uint64_t *align)
+{
+	size_t nph;
+	GElf_Phdr ph;
+
+	if (elf_getphdrnum(h->elf, &nph))
+		return -ENOEXEC;
+	for (size_t i = 0; i < nph && i < ELF_MAX_PHDRS; i++) {
+		if (!gelf_getphdr(h->elf, (int)i, &ph) || ph.p_type != PT_TLS)
+			continue;
+		*vaddr = ph.p_vaddr;
+		*memsz = ph.p_memsz;
+		*align = ph.p_align ? ph.p_align : 1;
+		/* a power of two, or the TLS offset rule makes no sense */
+		if (*align & (*align - 1))
+			return -ENOEXEC;
 		return 0;
 	}
 	return -ENOENT;

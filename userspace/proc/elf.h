@@ -57,8 +57,13 @@ struct elf_segment {
 int elf__loads(const struct elf_handle *h, struct elf_segment **out, size_t *n);
 /* link-time address -> file offset, through the PT_LOAD that holds it; -ENOENT */
 int elf__vaddr_to_offset(const struct elf_handle *h, uint64_t vaddr, uint64_t *off);
-/* len bytes of the file image at a link-time address; -ENOENT outside the file's loads */
+/*
+ * len bytes of the loaded image at a link-time address: a PT_LOAD's bytes
+ * past p_filesz (.bss) read as 0; -ENOENT outside the file's loads.
+ */
 int elf__read(const struct elf_handle *h, uint64_t vaddr, void *buf, size_t len);
+/* The PT_TLS segment: link address, memsz, alignment (a power of two); -ENOENT */
+int elf__tls(const struct elf_handle *h, uint64_t *vaddr, uint64_t *memsz, uint64_t *align);
 /*
  * The load bias of a mapping of this file (start, file offset): load
  * address - link address, from the PT_LOAD that holds the offset.

@@ -147,10 +147,23 @@ static int json__summary(struct sink *s, const struct model *m, double ts)
 
 static void frame__json(FILE *out, const struct frame *f)
 {
-	static const char *const kinds[] = { "native", "kernel", "python", "jit" };
+	static const char *const kinds[] = { "native", "kernel", "python", "jit", "js" };
 
-	fprintf(out, "{\"kind\":\"%s\",\"func\":", kinds[f->kind <= FRAME_JIT ? f->kind : 0]);
+	fprintf(out, "{\"kind\":\"%s\",\"func\":", kinds[f->kind <= FRAME_JS ? f->kind : 0]);
 	json__string(out, f->func[0] ? f->func : "[unknown]");
+	if (f->kind == FRAME_JS) {
+		fputs(",\"file\":", out);
+		json__string(out, f->file);
+		fprintf(out, ",\"line\":%d,\"column\":%d", f->line, f->column);
+		if (f->line_inexact)
+			fputs(",\"line_exact\":false", out);
+		if (f->tier) {
+			fputs(",\"tier\":", out);
+			json__string(out, f->tier);
+		}
+		fputc('}', out);
+		return;
+	}
 	if (f->kind == FRAME_PYTHON) {
 		fputs(",\"file\":", out);
 		json__string(out, f->file);

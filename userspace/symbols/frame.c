@@ -20,7 +20,7 @@ int frame__format(const struct frame *f, char *buf, size_t len)
 		fn = "[unknown]";
 		fn_len = (int)strlen(fn);
 	}
-	if (f->kind == FRAME_PYTHON && file_len)
+	if ((f->kind == FRAME_PYTHON || f->kind == FRAME_JS) && file_len)
 		return snprintf(buf, len, "%.*s (%.*s:%d)", fn_len, fn, file_len, f->file,
 				f->line);
 	if (f->func[0]) {
@@ -32,4 +32,17 @@ int frame__format(const struct frame *f, char *buf, size_t len)
 	if (mod_len)
 		return snprintf(buf, len, "%.*s (%.*s)", fn_len, fn, mod_len, f->module);
 	return snprintf(buf, len, "%.*s", fn_len, fn);
+}
+
+void frame__marker(struct frame *f, enum frame_kind kind, const char *text)
+{
+	memset(f, 0, sizeof(*f));
+	f->kind = kind;
+	snprintf(f->func, sizeof(f->func), "%s", text);
+}
+
+void frames_out__put(struct frames_out *o, const struct frame *f)
+{
+	if (o->n < o->max)
+		o->v[o->n++] = *f;
 }

@@ -3,10 +3,11 @@
 #ifndef LOOPWATCH_SYMBOLS_FRAME_H
 #define LOOPWATCH_SYMBOLS_FRAME_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-enum frame_kind { FRAME_NATIVE, FRAME_KERNEL, FRAME_PYTHON, FRAME_JIT };
+enum frame_kind { FRAME_NATIVE, FRAME_KERNEL, FRAME_PYTHON, FRAME_JIT, FRAME_JS };
 
 struct frame {
 	enum frame_kind kind;
@@ -14,16 +15,29 @@ struct frame {
 	char func[128];		/* symbol name, "" if unknown (then print [unknown]) */
 	uint64_t offset;	/* addr - symbol start */
 	char module[128];	/* basename of the mapped file, "[kernel]" for kernel */
-	char file[160];		/* source file when known (python), else "" */
+	char file[160];		/* source file when known (python, js), else "" */
 	int line;		/* source line when known, else 0 */
+	int column;		/* js: source column when known, else 0 */
+	bool line_inexact;	/* js: not the pc's line: the function's first, or its last call's */
+	const char *tier;	/* js: the V8 tier that ran it (a static string), else NULL */
 };
 
 /*
  * format "func+0xoff (module)" or "[unknown] (module)" into buf.
- * Python frames with a known file print "func (file:line)" instead.
+ * Python and JS frames with a known file print "func (file:line)" instead.
  * The module part is omitted when the module is unknown. Returns what
  * snprintf() would: the untruncated length, or -1 on bad arguments.
  */
 int frame__format(const struct frame *f, char *buf, size_t len);
+/* A frame that says why there is no name ("[python: unreadable]"): text as func. */
+void frame__marker(struct frame *f, enum frame_kind kind, const char *text);
+
+/* A bounded array being filled: what does not fit is dropped. */
+struct frames_out {
+	struct frame *v;
+	int n, max;
+};
+
+void frames_out__put(struct frames_out *o, const struct frame *f);
 
 #endif

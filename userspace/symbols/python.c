@@ -746,13 +746,6 @@ static int64_t code__position(const struct py_layout *l, uint64_t addr, uint64_t
 	return -1;
 }
 
-static void frame__marker(struct frame *f, const char *text)
-{
-	memset(f, 0, sizeof(*f));
-	f->kind = FRAME_PYTHON;
-	snprintf(f->func, sizeof(f->func), "%s", text);
-}
-
 int python__symbolize(struct python_syms *ps, struct proc *p, const struct lw_py_stack *st,
 		      struct frame *out, int max)
 {
@@ -765,7 +758,7 @@ int python__symbolize(struct python_syms *ps, struct proc *p, const struct lw_py
 	if ((st->flags & LW_PY_STACK_UNSUPPORTED) || !l) {
 		snprintf(buf, sizeof(buf), "[python: unsupported %u.%u]", (st->version >> 8) & 0xff,
 			 st->version & 0xff);
-		frame__marker(&out[0], buf);
+		frame__marker(&out[0], FRAME_PYTHON, buf);
 		return 1;
 	}
 	for (__u32 i = 0; i < st->nframes && i < LW_PY_MAX_DEPTH && n < max; i++) {
@@ -785,7 +778,7 @@ int python__symbolize(struct python_syms *ps, struct proc *p, const struct lw_py
 				uncached = c;
 		}
 		if (!c) {
-			frame__marker(f, "[python: unreadable]");
+			frame__marker(f, FRAME_PYTHON, "[python: unreadable]");
 			f->addr = pf->code;
 			continue;
 		}
@@ -806,8 +799,8 @@ int python__symbolize(struct python_syms *ps, struct proc *p, const struct lw_py
 		}
 	}
 	if ((st->flags & LW_PY_STACK_TRUNCATED) && n < max)
-		frame__marker(&out[n++], "[python: truncated]");
+		frame__marker(&out[n++], FRAME_PYTHON, "[python: truncated]");
 	else if ((st->flags & LW_PY_STACK_READ_ERROR) && n < max)
-		frame__marker(&out[n++], "[python: unreadable]");
+		frame__marker(&out[n++], FRAME_PYTHON, "[python: unreadable]");
 	return n;
 }

@@ -48,14 +48,12 @@ struct splice {
 	const struct frame *py;
 	int npy;
 	int next_py;		/* first Python frame not yet placed */
-	struct frame *out;
-	int n, max;
+	struct frames_out o;
 };
 
 static void splice__put(struct splice *s, const struct frame *f)
 {
-	if (s->n < s->max)
-		s->out[s->n++] = *f;
+	frames_out__put(&s->o, f);
 }
 
 /* The next group of Python frames: up to and including the next entry frame. */
@@ -90,7 +88,7 @@ static void splice__interleave(struct splice *s, const struct frame *native, int
 		if (frame__is_eval(f)) {
 			splice__put_group(s);
 			if (i == last_eval)
-				after_last_group = s->n;
+				after_last_group = s->o.n;
 			seen_interp = true;
 			continue;
 		}
@@ -108,17 +106,17 @@ static void splice__interleave(struct splice *s, const struct frame *native, int
 		return;
 	/* the outer Python frames go between the last group and the native root */
 	{
-		int rest = s->npy - s->next_py, tail = s->n - after_last_group;
+		int rest = s->npy - s->next_py, tail = s->o.n - after_last_group;
 
-		if (after_last_group + rest > s->max)
-			rest = s->max - after_last_group;
-		if (after_last_group + rest + tail > s->max)
-			tail = s->max - after_last_group - rest;
-		memmove(&s->out[after_last_group + rest], &s->out[after_last_group],
-			(size_t)tail * sizeof(*s->out));
-		memcpy(&s->out[after_last_group], &s->py[s->next_py],
-		       (size_t)rest * sizeof(*s->out));
-		s->n = after_last_group + rest + tail;
+		if (after_last_group + rest > s->o.max)
+			rest = s->o.max - after_last_group;
+		if (after_last_group + rest + tail > s->o.max)
+			tail = s->o.max - after_last_group - rest;
+		memmove(&s->o.v[after_last_group + rest], &s->o.v[after_last_group],
+			(size_t)tail * sizeof(*s->o.v));
+		memcpy(&s->o.v[after_last_group], &s->py[s->next_py],
+		       (size_t)rest * sizeof(*s->o.v));
+		s->o.n = after_last_group + rest + tail;
 		s->next_py = s->npy;
 	}
 }
@@ -136,7 +134,7 @@ static bool frames__only_markers(const struct frame *py, int npy)
 int python__splice(const struct frame *native, int nnative, const struct frame *py, int npy,
 		   struct frame *out, int max)
 {
-	struct splice s = { .py = py, .npy = npy > 0 ? npy : 0, .out = out, .max = max };
+	struct splice s = { .py = py, .npy = npy > 0 ? npy : 0, .o = { .v = out, .max = max } };
 	bool has_eval = false;
 	int i = 0;
 
@@ -153,13 +151,13 @@ int python__splice(const struct frame *native, int nnative, const struct frame *
 			splice__put(&s, &native[i]);
 		while (s.next_py < s.npy)
 			splice__put(&s, &s.py[s.next_py++]);
-		return s.n;
+		return s.o.n;
 	}
 	for (int j = i; j < nnative; j++)
 		has_eval |= frame__is_eval(&native[j]);
 	if (has_eval) {
 		splice__interleave(&s, native, i, nnative);
-		return s.n;
+		return s.o.n;
 	}
 	/*
 	 * No eval frame: the walk lost its way (no frame pointers) before it
@@ -179,5 +177,5 @@ int python__splice(const struct frame *native, int nnative, const struct frame *
 	}
 	while (s.next_py < s.npy)
 		splice__put(&s, &s.py[s.next_py++]);
-	return s.n;
+	return s.o.n;
 }

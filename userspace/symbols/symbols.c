@@ -6,6 +6,7 @@
 #include "symbols/python.h"
 #include "symbols/symbols.h"
 #include "symbols/unwind.h"
+#include "symbols/v8.h"
 
 /* return addresses the leaf repair may insert */
 #define SYMBOLS_MAX_INSERT 4
@@ -15,6 +16,7 @@ struct symbols {
 	struct procs *procs;
 	struct symbolizer *native;
 	struct python_syms *python;
+	struct v8_syms *v8;
 };
 
 struct symbols *symbols__new(struct procs *procs)
@@ -26,7 +28,8 @@ struct symbols *symbols__new(struct procs *procs)
 	s->procs = procs;
 	s->native = symbolizer__new(procs);
 	s->python = python_syms__new();
-	if (!s->native || !s->python) {
+	s->v8 = v8_syms__new();
+	if (!s->native || !s->python || !s->v8) {
 		symbols__free(s);
 		return NULL;
 	}
@@ -39,6 +42,7 @@ void symbols__free(struct symbols *s)
 		return;
 	symbolizer__free(s->native);
 	python_syms__free(s->python);
+	v8_syms__free(s->v8);
 	free(s);
 }
 
@@ -54,27 +58,56 @@ void symbols__forget(struct symbols *s, int pid)
 {
 	symbolizer__forget_pid(s->native, pid);
 	python__forget_pid(s->python, pid);
+	v8__forget_pid(s->v8, pid);
+}
+
+int symbols__detect_v8(struct symbols *s, struct proc *p, struct lw_v8_proc *out, char *desc,
+		       size_t len)
+{
+	return v8__detect(s->v8, p, out, desc, len);
+}
+
+typedef int (*splice_fn)(const struct frame *native, int nnative, const struct frame *add,
+			 int nadd, struct frame *out, int max);
+
+/* One stack of the native frames and an interpreter's, put together by splice. */
+static int stack__splice(struct frame **frames, int n, const struct frame *add, int nadd,
+			 splice_fn splice)
+{
+	struct frame *merged;
+	int max = n + nadd;
+
+	if (!nadd)
+		return n;
+	merged = calloc((size_t)max, sizeof(*merged));
+	if (!merged)
+		return n;
+	n = splice(*frames, n, add, nadd, merged, max);
+	free(*frames);
+	*frames = merged;
+	return n;
 }
 
 /* The Python frames the BPF side walked with this stack, spliced into it. */
 static int stack__add_python(struct symbols *s, int pid, const struct lw_py_stack *st,
 			     struct frame **frames, int n)
 {
-	struct frame py[LW_PY_MAX_DEPTH + 1], *merged;
-	int npy, max;
+	struct frame py[LW_PY_MAX_DEPTH + 1];
+	int npy = python__symbolize(s->python, procs__get(s->procs, pid), st, py,
+				    LW_PY_MAX_DEPTH + 1);
 
-	npy = python__symbolize(s->python, procs__get(s->procs, pid), st, py,
-				LW_PY_MAX_DEPTH + 1);
-	if (!npy)
-		return n;
-	max = n + npy;
-	merged = calloc((size_t)max, sizeof(*merged));
-	if (!merged)
-		return n;
-	n = python__splice(*frames, n, py, npy, merged, max);
-	free(*frames);
-	*frames = merged;
-	return n;
+	return stack__splice(frames, n, py, npy, python__splice);
+}
+
+/* The JS frames the BPF side walked with this stack, spliced into it. */
+static int stack__add_v8(struct symbols *s, int pid, const struct lw_v8_stack *st,
+			 struct frame **frames, int n)
+{
+	struct frame js[LW_V8_MAX_DEPTH * 2 + 1];
+	int njs = v8__symbolize(s->v8, procs__get(s->procs, pid), st, js,
+				(int)(sizeof(js) / sizeof(js[0])));
+
+	return stack__splice(frames, n, js, njs, v8__splice);
 }
 
 int symbols__stack(struct symbols *s, int pid, const struct raw_stack *raw, struct frame **out)
@@ -107,6 +140,8 @@ int symbols__stack(struct symbols *s, int pid, const struct raw_stack *raw, stru
 		n += symbolizer__symbolize(s->native, pid, uips, nu, false, frames + n, nu);
 	if (raw->python)
 		n = stack__add_python(s, pid, raw->python, &frames, n);
+	if (raw->v8)
+		n = stack__add_v8(s, pid, raw->v8, &frames, n);
 	*out = frames;
 	return n;
 }

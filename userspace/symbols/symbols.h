@@ -3,15 +3,19 @@
  * Stack in, frames out: the one entry point to naming what the kernel
  * captured. Native frames (ELF symbols, kallsyms), the leaf repair for
  * libraries without frame pointers, and the interpreter frames the BPF
- * walkers saw (Python) spliced in where the interpreter ran them.
+ * walkers saw (Python, V8's JavaScript) spliced in where the interpreter
+ * ran them.
  */
 #ifndef LOOPWATCH_SYMBOLS_SYMBOLS_H
 #define LOOPWATCH_SYMBOLS_SYMBOLS_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "lw_abi_python.h"
+#include "lw_abi_v8.h"
 #include "symbols/frame.h"
 
+struct proc;
 struct procs;
 struct symbols;
 
@@ -24,6 +28,7 @@ struct raw_stack {
 	const uint64_t *words;		/* the top of the user stack, or NULL */
 	int nwords;
 	const struct lw_py_stack *python;	/* the Python frames walked with it, or NULL */
+	const struct lw_v8_stack *v8;		/* the V8 frames walked with it, or NULL */
 };
 
 /* NULL when out of memory or libelf is unusable */
@@ -31,12 +36,19 @@ struct symbols *symbols__new(struct procs *procs);
 void symbols__free(struct symbols *s);
 /*
  * One stack, leaf first: kernel frames, then user frames with the Python
- * frames in place of the interpreter's. *out is malloc'ed (NULL when no
+ * or JS frames in place of the interpreter's. *out is malloc'ed (NULL when no
  * frame); returns how many frames it holds.
  */
 int symbols__stack(struct symbols *s, int pid, const struct raw_stack *raw, struct frame **out);
 /* Read pid's mappings now, while it lives: an event after its exit still names its frames. */
 void symbols__warm(struct symbols *s, int pid);
+/*
+ * Is p a node process, and can its JS frames be walked (v8__detect in
+ * symbols/v8.h)? 0 with out ready for the kernel, V8_UNSUPPORTED with out
+ * flagged so, -1 when p runs no V8. desc says which V8 or why not.
+ */
+int symbols__detect_v8(struct symbols *s, struct proc *p, struct lw_v8_proc *out, char *desc,
+		       size_t len);
 /* pid now belongs to another process: what was cached for the old one must go. */
 void symbols__forget(struct symbols *s, int pid);
 

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "kernel/collector.h"
@@ -6,6 +7,7 @@
 #include "proc/procs.h"
 #include "symbols/python.h"
 #include "symbols/symbols.h"
+#include "symbols/v8.h"
 #include "tracker/probes.h"
 #include "tracker/tracker.h"
 
@@ -17,6 +19,8 @@ struct tracked {
 	__u32 pid;
 	__u64 start_time;
 	bool python;		/* has an entry in the walker's table */
+	bool v8;		/* has an entry in the V8 walker's table, */
+	struct lw_v8_proc v8cfg;	/* this one */
 	struct tracked *hnext;
 };
 
@@ -25,13 +29,14 @@ struct tracker {
 	struct procs *procs;
 	struct symbols *syms;
 	struct probes *probes;
+	FILE *notes;		/* one line per node process found, or NULL */
 	struct tracked *hash[TRACKER_HASH];
 	size_t n;
 	const char *kubelet_logs;
 };
 
 struct tracker *tracker__new(struct collector *c, struct procs *procs, struct symbols *syms,
-			     struct probes *probes)
+			     struct probes *probes, FILE *notes)
 {
 	struct tracker *t = calloc(1, sizeof(*t));
 
@@ -41,6 +46,7 @@ struct tracker *tracker__new(struct collector *c, struct procs *procs, struct sy
 	t->procs = procs;
 	t->syms = syms;
 	t->probes = probes;
+	t->notes = notes;
 	return t;
 }
 
@@ -75,6 +81,8 @@ static void tracker__drop(struct tracker *t, struct tracked **pp)
 
 	if (k->python)
 		collector__set_python(t->c, k->pid, NULL);
+	if (k->v8)
+		collector__set_v8(t->c, k->pid, NULL);
 	*pp = k->hnext;
 	free(k);
 	t->n--;
@@ -93,6 +101,38 @@ static bool tracker__setup_python(struct tracker *t, struct proc *p)
 		return true;
 	collector__set_python(t->c, pid, NULL);
 	return false;
+}
+
+/*
+ * A node process: the BPF side walks its JS frames from now on, or, when
+ * its V8 metadata is unusable, marks its stacks so. Said once per process.
+ * Again at each rescan: V8's code range is re-read, the kernel told only
+ * of a change.
+ */
+static void tracker__setup_v8(struct tracker *t, struct proc *p, struct tracked *k)
+{
+	struct lw_v8_proc cfg;
+	char desc[160], comm[LW_COMM_LEN];
+	int r = symbols__detect_v8(t->syms, p, &cfg, desc, sizeof(desc));
+
+	if (r < 0) {
+		if (k->v8)
+			collector__set_v8(t->c, k->pid, NULL);
+		k->v8 = false;
+		return;
+	}
+	if (k->v8 && !memcmp(&cfg, &k->v8cfg, sizeof(cfg)))
+		return;
+	if (collector__set_v8(t->c, k->pid, &cfg))
+		return;
+	if (!k->v8 && t->notes) {
+		if (!proc__comm(p, (int)k->pid, comm, sizeof(comm)))
+			snprintf(comm, sizeof(comm), "?");
+		fprintf(t->notes, "loopwatch: %s[%u]: JavaScript frames %s (%s)\n", comm, k->pid,
+			r == V8_UNSUPPORTED ? "not walked, marked" : "walked", desc);
+	}
+	k->v8 = true;
+	k->v8cfg = cfg;
 }
 
 void tracker__new_loop(struct tracker *t, __u32 pid)
@@ -120,6 +160,8 @@ void tracker__new_loop(struct tracker *t, __u32 pid)
 	proc__maps(p, true);
 	symbols__warm(t->syms, (int)pid);
 	k->python = tracker__setup_python(t, p);
+	if (!k->python)
+		tracker__setup_v8(t, p, k);
 	probes__scan(t->probes, p);
 	k->hnext = *pp;
 	*pp = k;
@@ -141,6 +183,8 @@ void tracker__rescan(struct tracker *t)
 			}
 			/* Python imports _json on first use: libraries come late */
 			proc__maps(p, true);
+			if ((*pp)->v8)
+				tracker__setup_v8(t, p, *pp);
 			probes__scan(t->probes, p);
 			pp = &(*pp)->hnext;
 		}

@@ -2,8 +2,8 @@
 /*
  * One owner for each traced process: the only code that writes per-process
  * BPF state and runs per-process setup. A new loop process: its maps read
- * while it lives, its runtime detected (CPython: the frame walker's layout
- * into the kernel's table), its catalogued libraries probed. Every
+ * while it lives, its runtime detected (CPython, node: the frame walkers'
+ * layouts into the kernel's tables), its catalogued libraries probed. Every
  * rescan: libraries loaded since, and the processes that are gone (or
  * whose pid now names another process) let go.
  */
@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include "lib/cgroup.h"
 #include "lib/lwtypes.h"
 
@@ -21,8 +22,9 @@ struct procs;
 struct symbols;
 struct tracker;
 
+/* notes: where a line per node process says whether its JS frames are walked (NULL: quiet) */
 struct tracker *tracker__new(struct collector *c, struct procs *procs, struct symbols *syms,
-			     struct probes *probes);
+			     struct probes *probes, FILE *notes);
 void tracker__free(struct tracker *t);
 /* A thread of pid entered its first wait call: set the process up, once. */
 void tracker__new_loop(struct tracker *t, __u32 pid);

@@ -1,0 +1,129 @@
+'use strict';
+// A Node http server whose routes block the event loop, each in a named
+// function, for the JS frame tests (tests/e2e/test_node.py). Run with no
+// node flags. Prints its port first; appends one JSON line per request to
+// TRUTH_FILE: the route function and the wall-clock start/end of its work
+// (ms) and the garbage collections so far: the ground truth stalls are
+// matched against. A line tagged
+// "// @name" is where function name blocks; the tests read the tags, not
+// numbers.
+//   /json      routeJson       JSON.stringify of a large object (a C++ builtin)
+//   /pbkdf2    routePbkdf2     crypto.pbkdf2Sync (a C++ binding, OpenSSL's assembly)
+//   /read      routeReadFile   fs.readFileSync of a large file
+//   /spin      routeSpin       pure JS (spinInner), allocating
+//   /wait      routeWait       Atomics.wait: the thread sleeps in futex, a blocking call
+//   /late      routeLate       first called (and compiled) only when the test asks
+//   /garbage   makeGarbage     allocation between stalls: GC pressure
+// ?small=1 makes the work cheap (warming a function up); ?n=N repeats it.
+const http = require('http');
+const crypto = require('crypto');
+const fs = require('fs');
+const { performance, PerformanceObserver } = require('perf_hooks');
+
+const BIG_FILE = process.env.BIG_FILE || __filename;
+const TRUTH_FILE = process.env.TRUTH_FILE;
+
+function makeBig(n) {
+  const out = [];
+  for (let i = 0; i < n; i++)
+    out.push({ id: i, name: 'item' + i, tags: ['a', 'b', 'c'], nested: { x: i * 2, y: 'z' } });
+  return out;
+}
+const bigObject = makeBig(120000);
+const smallObject = makeBig(4);
+
+function routeJson(small) {
+  return JSON.stringify(small ? smallObject : bigObject).length; // @routeJson
+}
+
+function routePbkdf2(small) {
+  return crypto.pbkdf2Sync('secret', 'salt', small ? 1 : 150000, 32, 'sha256').length; // @routePbkdf2
+}
+
+function routeReadFile(small) {
+  return fs.readFileSync(small ? __filename : BIG_FILE).length; // @routeReadFile
+}
+
+function spinInner(limit) {
+  let acc = 0;
+  for (let i = 0; i < limit; i++) { // @spinInner
+    const o = { v: i, w: [i, i + 1] }; // @spinInner
+    acc = (acc + o.v * 31 + o.w[1]) % 1000003; // @spinInner
+  } // @spinInner
+  return acc;
+}
+
+function routeSpin(small) {
+  const until = Date.now() + (small ? 0 : 40);
+  let acc = 0;
+  do { // @routeSpin
+    acc += spinInner(small ? 10 : 5000); // @routeSpin
+  } while (Date.now() < until); // @routeSpin
+  return acc;
+}
+
+const waitCell = new Int32Array(new SharedArrayBuffer(4));
+
+function routeWait(small) {
+  return Atomics.wait(waitCell, 0, 0, small ? 0 : 40).length; // @routeWait
+}
+
+function routeLate(small) {
+  let h = 0;
+  const until = Date.now() + (small ? 0 : 40);
+  do { // @routeLate
+    for (let i = 0; i < 20000; i++) // @routeLate
+      h = (h * 33 + i) | 0; // @routeLate
+  } while (Date.now() < until); // @routeLate
+  return h;
+}
+
+let garbageKeep = [];
+
+function makeGarbage(small) {
+  // short-lived and medium-lived objects: scavenges and, with the ring of
+  // survivors, old-space growth and mark-compacts
+  for (let i = 0; i < (small ? 10 : 200000); i++) {
+    const a = { i, s: 'g' + i, arr: new Array(8).fill(i) };
+    if (i % 64 === 0) garbageKeep.push(a);
+  }
+  if (garbageKeep.length > 20000) garbageKeep = garbageKeep.slice(10000);
+  return garbageKeep.length;
+}
+
+// garbage collections since start, by the runtime's own count (no flags needed)
+let gcs = 0;
+new PerformanceObserver((list) => { gcs += list.getEntries().length; }).observe({ entryTypes: ['gc'] });
+
+const routes = {
+  '/json': routeJson,
+  '/pbkdf2': routePbkdf2,
+  '/read': routeReadFile,
+  '/spin': routeSpin,
+  '/wait': routeWait,
+  '/late': routeLate,
+  '/garbage': makeGarbage,
+};
+
+function handle(req, res) {
+  const url = new URL(req.url, 'http://x');
+  const fn = routes[url.pathname];
+  if (!fn) {
+    res.writeHead(404);
+    res.end();
+    return;
+  }
+  const n = Number(url.searchParams.get('n') || 1);
+  const small = url.searchParams.get('small') === '1';
+  const start = performance.timeOrigin + performance.now();
+  let r = 0;
+  for (let i = 0; i < n; i++)
+    r += fn(small); // @handle
+  const end = performance.timeOrigin + performance.now();
+  if (TRUTH_FILE && !small)
+    fs.appendFileSync(TRUTH_FILE, JSON.stringify({ fn: fn.name, start, end, gcs }) + '\n');
+  res.end(String(r));
+}
+
+const server = http.createServer(handle);
+server.listen(0, '127.0.0.1', () => console.log(server.address().port));
