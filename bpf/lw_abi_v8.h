@@ -32,7 +32,7 @@
 enum lw_v8_proc_flags {
 	LW_V8_P_UNSUPPORTED = 1 << 0,	/* node, but no usable metadata: stacks are markers */
 	LW_V8_P_TLS_ISOLATE = 1 << 1,	/* isolate = *(fsbase + tls_isolate) (node 20+) */
-	LW_V8_P_PTHREAD_KEY = 1 << 2,	/* isolate = pthread_getspecific(pthread_key) (node 18) */
+	LW_V8_P_PTHREAD_KEY = 1 << 2,	/* isolate = pthread_getspecific(key) (node 18) */
 };
 
 /*
@@ -46,7 +46,7 @@ struct lw_v8_proc {
 	__u32 pthread_key;	/* Isolate::isolate_key_ */
 	__u32 tls_inline;	/* glibc struct pthread: specific_1stblock[32] of {seq, data} */
 	__u32 tls_blocks;	/* specific[32], pointers to further blocks */
-	__u32 iso_c_entry_fp;	/* ThreadLocalTop::c_entry_fp_: fp of the innermost exit frame */
+	__u32 iso_c_entry_fp;	/* ThreadLocalTop::c_entry_fp_: the innermost exit frame */
 	__u32 iso_fast_c_fp;	/* IsolateData::fast_c_call_caller_fp_ (0: none) */
 	__u32 iso_fast_c_pc;	/* IsolateData::fast_c_call_caller_pc_ */
 	__u32 fp_marker;	/* v8dbg_off_fp_context_or_frame_type (-8) */
@@ -58,7 +58,7 @@ struct lw_v8_proc {
 	__u32 jsfunc_shared;	/* JSFunction::shared */
 	__u32 sfi_name;		/* SharedFunctionInfo::name_or_scope_info */
 	__u32 sfi_script;	/* SharedFunctionInfo::script */
-	__u32 sfi_ints;		/* SharedFunctionInfo::length, then parameter count, token offset */
+	__u32 sfi_ints;		/* SharedFunctionInfo::length, parameter count... */
 	/* StackFrame::Type markers (v8dbg_frametype_*) */
 	__u32 ft_entry;
 	__u32 ft_construct_entry;

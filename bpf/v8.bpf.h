@@ -140,7 +140,8 @@ static __always_inline void v8__heads(const struct lw_v8_proc *cfg, struct lw_v8
 	    bpf_probe_read_user(s->obj, LW_V8_OBJ_READ, (const void *)(f->func - 1)))
 		return;
 	sfi = v8__obj(s, cfg->jsfunc_shared);
-	if (!v8__is_heap(sfi) || bpf_probe_read_user(s->obj, LW_V8_OBJ_READ, (const void *)(sfi - 1)))
+	if (!v8__is_heap(sfi) ||
+	    bpf_probe_read_user(s->obj, LW_V8_OBJ_READ, (const void *)(sfi - 1)))
 		return;
 	f->sfi = sfi;
 	f->sfi_map = v8__obj(s, 0);
@@ -186,7 +187,8 @@ static __always_inline void v8__walk(const struct lw_v8_proc *cfg, struct lw_v8_
 		entry = !js && (type == cfg->ft_entry || type == cfg->ft_construct_entry);
 		f->pc = pc;
 		f->flags = top | (exit ? LW_V8_F_BUILTIN_EXIT : 0);
-		f->func = v8__win(s, exit ? cfg->fp_exit_target : js ? cfg->fp_function : LW_V8_NO_OFF);
+		f->func = v8__win(s, exit ? cfg->fp_exit_target :
+				     js ? cfg->fp_function : LW_V8_NO_OFF);
 		f->bytecode_array = v8__win(s, js ? cfg->fp_bytecode_array : LW_V8_NO_OFF);
 		f->bytecode_offset = v8__win(s, js ? cfg->fp_bytecode_offset : LW_V8_NO_OFF);
 		f->sfi = f->sfi_map = f->sfi_name = f->sfi_script = f->sfi_ints = 0;

@@ -52,7 +52,8 @@ static void test_meta_of_every_node(void)
 		int err;
 
 		node__path((int)i, path, sizeof(path));
-		CHECK(!elf__open(&h, path), "%s: cannot open (tools/deps.sh test unpacks it)", path);
+		CHECK(!elf__open(&h, path), "%s: cannot open (tools/deps.sh test unpacks it)",
+		      path);
 		if (h.elf == NULL)
 			continue;
 		err = v8meta__load(&m, &h);
@@ -62,12 +63,14 @@ static void test_meta_of_every_node(void)
 			continue;
 		CHECK(m.version[0] == nodes[i].major, "%s: V8 %u", path, m.version[0]);
 		CHECK(m.fp_function == -16 && m.fp_context == -8 && m.fp_bytecode_array == -32 &&
-		      m.fp_bytecode_offset == -40 && m.fp_entry_next == -64 && m.fp_exit_target == 24,
+		      m.fp_bytecode_offset == -40 && m.fp_entry_next == -64 &&
+		      m.fp_exit_target == 24,
 		      "%s: frame %d %d %d %d %d", path, m.fp_function, m.fp_context,
 		      m.fp_bytecode_array, m.fp_bytecode_offset, m.fp_entry_next);
 		CHECK(m.iso_c_entry_fp == nodes[i].c_entry_fp && m.root_bias == 128,
 		      "%s: c_entry_fp +0x%x bias %d", path, m.iso_c_entry_fp, m.root_bias);
-		CHECK(m.iso_fast_c_fp == nodes[i].fast_c_fp && m.iso_fast_c_pc == nodes[i].fast_c_pc,
+		CHECK(m.iso_fast_c_fp == nodes[i].fast_c_fp &&
+		      m.iso_fast_c_pc == nodes[i].fast_c_pc,
 		      "%s: fast C call +0x%x +0x%x", path, m.iso_fast_c_fp, m.iso_fast_c_pc);
 		CHECK(m.jsfunc_shared == nodes[i].jsfunc_shared &&
 		      m.sfi_name_or_scope_info == nodes[i].sfi_name, "%s: shared %u name %u", path,
@@ -200,7 +203,7 @@ static void test_splice(void)
 		frame(FRAME_JS, "readSync", 0x2000),
 		frame(FRAME_JS, "renderReport", 0x3000),	/* inlined into handle */
 		frame(FRAME_JS, "handle", 0x3000),
-		frame(FRAME_JS, "emit", 0x4000),		/* the native walk never got there */
+		frame(FRAME_JS, "emit", 0x4000),	/* the native walk never got there */
 	};
 	static const char *const want[] = {
 		"schedule", "read", "node::fs::Read", "readSync", "renderReport", "handle", "emit",
@@ -217,7 +220,8 @@ static void test_splice(void)
 	static const char *const want_marker[] = { "schedule", "read", "node::fs::Read",
 						   "Builtins_CallApiCallback", "",
 						   "Builtins_InterpreterEntryTrampoline", "uv_run",
-						   "main", "[js: no V8 metadata: no v8dbg_* symbols]" };
+						   "main",
+						   "[js: no V8 metadata: no v8dbg_* symbols]" };
 	struct frame out[16];
 	int n;
 

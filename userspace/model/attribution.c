@@ -166,7 +166,7 @@ static unsigned int func__hash(__u32 pid, const char *func, const char *where)
 static struct func_stat *attribution__func(struct attribution *a, const struct stall_report *r,
 					   const struct frame *f, const char *func)
 {
-	const char *where = !f ? "" : f->kind == FRAME_PYTHON ? f->file : f->module;
+	const char *where = !f ? "" : frame__is_script(f) ? f->file : f->module;
 	enum frame_kind kind = f ? f->kind : FRAME_NATIVE;
 	unsigned int h;
 	struct func_stat *fs;
@@ -346,7 +346,7 @@ static void attribution__charge(struct attribution *a, const struct stall_report
 		self->last_stall = a->nstalls;
 		self->stalls++;
 	}
-	if (culprit >= 0 && s->frames[culprit].kind == FRAME_PYTHON && sh->ns > self->line_ns) {
+	if (culprit >= 0 && frame__is_script(&s->frames[culprit]) && sh->ns > self->line_ns) {
 		self->line = s->frames[culprit].line;
 		self->line_ns = sh->ns;
 	}
@@ -549,7 +549,7 @@ void func_stat__name(const struct func_stat *f, char *buf, size_t len)
 {
 	const char *base = strrchr(f->where, '/');
 
-	if (f->kind == FRAME_PYTHON)
+	if ((f->kind == FRAME_PYTHON || f->kind == FRAME_JS) && f->where[0])
 		snprintf(buf, len, "%s (%s:%d)", f->func, base ? base + 1 : f->where, f->line);
 	else
 		snprintf(buf, len, "%s", f->func);

@@ -27,12 +27,6 @@ static bool file__is_node_runtime(const char *file)
 	return !file[0] || !strncmp(file, "node:", 5);
 }
 
-/* A frame of interpreted code (Python, JavaScript) rather than machine code. */
-static bool frame__is_script(const struct frame *f)
-{
-	return f->kind == FRAME_PYTHON || f->kind == FRAME_JS;
-}
-
 static bool frame__is_runtime(const struct frame *f)
 {
 	if (f->kind == FRAME_PYTHON)
@@ -115,7 +109,8 @@ void stall_report__top(const struct stall_report *r, char *buf, size_t len)
 		const struct stack_report *s = &r->stacks[i];
 		int j;
 
-		if (s->blocked != (r->cause == CAUSE_BLOCKED) || s->runq != (r->cause == CAUSE_RUNQ))
+		if (s->blocked != (r->cause == CAUSE_BLOCKED) ||
+		    s->runq != (r->cause == CAUSE_RUNQ))
 			continue;
 		stack_report__top(s, tops[ntops], sizeof(tops[ntops]));
 		for (j = 0; j < ntops && strcmp(tops[j], tops[ntops]); j++)

@@ -93,7 +93,7 @@ static size_t line__frame(char *buf, size_t used, const struct frame *f)
 	char name[FUNC_NAME_LEN + FUNC_WHERE_LEN + 16];
 	const char *base = strrchr(f->file, '/');
 
-	if (f->kind == FRAME_PYTHON)
+	if (frame__is_script(f) && f->file[0])
 		snprintf(name, sizeof(name), "%s (%s)", f->func[0] ? f->func : "[unknown]",
 			 base ? base + 1 : f->file);
 	else if (f->kind == FRAME_KERNEL)

@@ -60,11 +60,12 @@ static void functions__json(FILE *out, const struct model *m, double ts, bool in
 			interval ? "function_interval" : "function_summary", ts, f->pid);
 		json__string(out, f->comm);
 		fprintf(out, ",\"kind\":\"%s\",\"func\":", f->kind == FRAME_PYTHON ? "python" :
-			"native");
+			f->kind == FRAME_JS ? "js" : "native");
 		json__string(out, f->func);
-		fputs(f->kind == FRAME_PYTHON ? ",\"file\":" : ",\"module\":", out);
+		fputs(f->kind == FRAME_PYTHON || f->kind == FRAME_JS ? ",\"file\":" : ",\"module\":",
+		      out);
 		json__string(out, f->where);
-		if (f->kind == FRAME_PYTHON)
+		if (f->kind == FRAME_PYTHON || f->kind == FRAME_JS)
 			fprintf(out, ",\"line\":%d", f->line);
 		causes__json(out, "self_ms", t->self_ns);
 		causes__json(out, "incl_ms", t->incl_ns);

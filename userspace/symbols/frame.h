@@ -18,7 +18,7 @@ struct frame {
 	char file[160];		/* source file when known (python, js), else "" */
 	int line;		/* source line when known, else 0 */
 	int column;		/* js: source column when known, else 0 */
-	bool line_inexact;	/* js: not the pc's line: the function's first, or its last call's */
+	bool line_inexact;	/* js: not the pc's line: the function's first or last call's */
 	const char *tier;	/* js: the V8 tier that ran it (a static string), else NULL */
 };
 
@@ -29,6 +29,12 @@ struct frame {
  * snprintf() would: the untruncated length, or -1 on bad arguments.
  */
 int frame__format(const struct frame *f, char *buf, size_t len);
+/* Interpreted code (Python, JavaScript): named by file and line, not module and offset. */
+static inline bool frame__is_script(const struct frame *f)
+{
+	return f->kind == FRAME_PYTHON || f->kind == FRAME_JS;
+}
+
 /* A frame that says why there is no name ("[python: unreadable]"): text as func. */
 void frame__marker(struct frame *f, enum frame_kind kind, const char *text);
 

@@ -97,7 +97,8 @@ static struct v8_binary *v8_binary__get(struct v8_syms *vs, int fd, const struct
 	for (size_t i = 0; i < vs->nbins; i++) {
 		b = &vs->bins[i];
 		if (b->dev == st->st_dev && b->ino == st->st_ino && b->size == st->st_size &&
-		    b->mtime.tv_sec == st->st_mtim.tv_sec && b->mtime.tv_nsec == st->st_mtim.tv_nsec) {
+		    b->mtime.tv_sec == st->st_mtim.tv_sec &&
+		    b->mtime.tv_nsec == st->st_mtim.tv_nsec) {
 			b->last_used = ++vs->tick;
 			return b;
 		}
@@ -366,7 +367,7 @@ int v8__symbolize(struct v8_syms *vs, struct proc *p, const struct lw_v8_stack *
 	for (__u32 i = 0; i < st->nframes && i < LW_V8_MAX_DEPTH && n < max; i++) {
 		const struct lw_v8_frame *f = &st->frames[i];
 
-		/* typed frames (stubs, exits, entries): the walk went through them, nothing to name */
+		/* typed frames (stubs, exits, entries): walked through, nothing to name */
 		if (!f->func && !(f->flags & LW_V8_F_BUILTIN_EXIT))
 			continue;
 		n += v8_namer__frame(vp->namer, &vp->target, f, i ? 0 : st->top_ret, out + n,

@@ -126,7 +126,8 @@ static int symtab__collect(const struct elf_symbol *s, void *arg)
 		if (s->value + s->size > c->builtins_hi)
 			c->builtins_hi = s->value + s->size;
 		if (!strcmp(s->name, "Builtins_CEntry_Return1_ArgvOnStack_BuiltinExit") ||
-		    !strcmp(s->name, "Builtins_CEntry_Return1_DontSaveFPRegs_ArgvOnStack_BuiltinExit")) {
+		    !strcmp(s->name,
+			    "Builtins_CEntry_Return1_DontSaveFPRegs_ArgvOnStack_BuiltinExit")) {
 			c->centry = s->value;
 			c->centry_size = s->size;
 		} else if (!strcmp(s->name, "Builtins_JSEntry")) {
@@ -214,7 +215,7 @@ static int code__parse_jsentry(struct load_ctx *c)
 
 		if (p[0] == 0x55 && !framed) {			/* push %rbp */
 			i += 1;
-		} else if (p[0] == 0x48 && p[1] == 0x89 && p[2] == 0xe5) {	/* mov %rsp,%rbp */
+		} else if (p[0] == 0x48 && p[1] == 0x89 && p[2] == 0xe5) {	/* mov rsp,rbp */
 			framed = true;
 			i += 3;
 		} else if (p[0] == 0x6a) {			/* push imm8 */
@@ -223,7 +224,7 @@ static int code__parse_jsentry(struct load_ctx *c)
 		} else if (p[0] == 0x68) {			/* push imm32 */
 			slots++;
 			i += 5;
-		} else if (p[0] == 0x48 && p[1] == 0x83 && p[2] == 0xec) {	/* sub imm8,%rsp */
+		} else if (p[0] == 0x48 && p[1] == 0x83 && p[2] == 0xec) {	/* sub imm,rsp */
 			slots += p[3] / 8;
 			i += 4;
 		} else if (p[0] == 0x41 && p[1] >= 0x50 && p[1] <= 0x57) {	/* push %r8-r15 */
@@ -232,7 +233,7 @@ static int code__parse_jsentry(struct load_ctx *c)
 		} else if (p[0] >= 0x50 && p[0] <= 0x57) {	/* push %rax-%rdi */
 			slots++;
 			i += 1;
-		} else if (p[0] == 0x4c && p[1] == 0x8b && p[2] == 0xef) {	/* mov %rdi,%r13 */
+		} else if (p[0] == 0x4c && p[1] == 0x8b && p[2] == 0xef) {	/* mov rdi,r13 */
 			i += 3;
 		} else if (p[0] == 0x41 && p[1] == 0xff && p[2] == 0xb5) {	/* push D(%r13) */
 			uint32_t d;
@@ -373,7 +374,8 @@ static int v8meta__fields(struct load_ctx *c)
 					       "class_JSFunction__code__Tagged_Code_", 0);
 	err |= dbg__need(c, "class_SharedFunctionInfo__name_or_scope_info__Object,"
 			 "class_SharedFunctionInfo__name_or_scope_info__Tagged_Object_,"
-			 "class_SharedFunctionInfo__name_or_scope_info__Tagged_NameOrScopeInfoT_", &v);
+			 "class_SharedFunctionInfo__name_or_scope_info__Tagged_NameOrScopeInfoT_",
+			 &v);
 	m->sfi_name_or_scope_info = (uint32_t)v;
 	err |= dbg__need(c, "class_SharedFunctionInfo__script_or_debug_info__HeapObject,"
 			 "class_SharedFunctionInfo__script_or_debug_info__Object,"
@@ -397,7 +399,8 @@ static int v8meta__fields(struct load_ctx *c)
 	m->fixed_array_data = (uint32_t)dbg__get_or(c, "class_FixedArray__data__uintptr_t", 16);
 	m->bytecode_array_length = (uint32_t)dbg__get_or(c, "class_BytecodeArray__length__SMI",
 							 m->fixed_array_length);
-	m->bytecode_array_data = (uint32_t)dbg__get_or(c, "class_BytecodeArray__data__uintptr_t", 0);
+	m->bytecode_array_data = (uint32_t)dbg__get_or(c, "class_BytecodeArray__data__uintptr_t",
+						       0);
 	/*
 	 * Not exported (measured): up to V8 11 map, length, constant_pool,
 	 * handler_table, source_position_table (32); from V8 12 (a trusted
@@ -407,7 +410,8 @@ static int v8meta__fields(struct load_ctx *c)
 	m->scopeinfo_first_vars = (uint32_t)dbg__get_or(c, "scopeinfo_idx_first_vars", 3);
 	m->scopeinfo_ncontextlocals = (uint32_t)dbg__get_or(c, "scopeinfo_idx_ncontextlocals", 2);
 	m->code_instruction_start = (uint32_t)dbg__get_or(c,
-		"class_Code__instruction_start__Address,class_Code__instruction_start__uintptr_t", 0);
+		"class_Code__instruction_start__Address,class_Code__instruction_start__uintptr_t",
+		0);
 	m->code_instruction_size = (uint32_t)dbg__get_or(c, "class_Code__instruction_size__int", 0);
 	m->code_flags = (uint32_t)dbg__get_or(c, "class_Code__flags__uint32_t", 0);
 	/*
@@ -425,7 +429,8 @@ static int v8meta__fields(struct load_ctx *c)
 	m->deopt_literals = (uint32_t)dbg__get_or(c, "DeoptimizationDataLiteralArrayIndex", 2);
 	m->deopt_inlining_positions = (uint32_t)dbg__get_or(c,
 		"DeoptimizationDataInliningPositionsIndex", 7);
-	if (m->t_istream == V8M_NO_TYPE && !v8meta__at_least(m, 11, 3) && m->code_instruction_start) {
+	if (m->t_istream == V8M_NO_TYPE && !v8meta__at_least(m, 11, 3) &&
+	    m->code_instruction_start) {
 		/*
 		 * V8 10-11.2: the Code object holds its instructions after a
 		 * header of Code::instruction_start bytes, and is map,
@@ -438,8 +443,8 @@ static int v8meta__fields(struct load_ctx *c)
 			m->code_deopt = m->code_instruction_size - 24;
 		}
 	}
-	m->code_bc_offsets = (uint32_t)dbg__get_or(c, "class_Code__bytecode_offset_table__ByteArray",
-						   m->code_spt);
+	m->code_bc_offsets = (uint32_t)dbg__get_or(c,
+		"class_Code__bytecode_offset_table__ByteArray", m->code_spt);
 	if (!m->code_instruction_start && m->code_spt && v8meta__at_least(m, 11, 0) &&
 	    !v8meta__at_least(m, 11, 9)) {
 		/*
@@ -606,7 +611,8 @@ int v8meta__load(struct v8_meta *m, const struct elf_handle *h)
 	code__parse_fast_c(&c);
 	if (c.bc_sizes && c.bc_sizes_len && c.bc_sizes_len % 3 == 0 && c.bc_sizes_len < 3 * 512) {
 		m->bytecode_sizes = malloc(c.bc_sizes_len);
-		if (m->bytecode_sizes && !elf__read(h, c.bc_sizes, m->bytecode_sizes, c.bc_sizes_len))
+		if (m->bytecode_sizes &&
+		    !elf__read(h, c.bc_sizes, m->bytecode_sizes, c.bc_sizes_len))
 			m->bytecode_count = (uint32_t)(c.bc_sizes_len / 3);
 	}
 	v8meta__tls(&c);

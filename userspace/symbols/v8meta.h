@@ -70,7 +70,7 @@ struct v8_meta {
 	/* embedded builtins as linked */
 	uint64_t blob_code, blob_size;
 	uint64_t blob_file_off;		/* the blob's offset in the file */
-	uint64_t base_vaddr;		/* link address of file offset 0: load bias = start - it */
+	uint64_t base_vaddr;		/* link address of file offset 0: bias = start - it */
 };
 
 /* 0, or -ENOTSUP (no v8dbg_*, pointer compression, a required field missing: m->why) */

@@ -294,7 +294,8 @@ static bool chars__read(struct v8_namer *n, uint64_t addr, uint32_t off, uint32_
 			return false;
 		}
 		for (uint32_t i = 0; i < chunk; i++)
-			sbuf__put(b, one_byte ? tmp[i] : (uint32_t)(tmp[2 * i] | tmp[2 * i + 1] << 8));
+			sbuf__put(b, one_byte ? tmp[i] :
+				  (uint32_t)(tmp[2 * i] | tmp[2 * i + 1] << 8));
 		off += chunk;
 		len -= chunk;
 	}
@@ -331,7 +332,8 @@ static bool string__read_at(struct v8_namer *n, uint64_t str, uint32_t off, uint
 		int32_t flen;
 
 		if (!rd_word(n, a + m->cons_first, &w) || !rd_word(n, a + m->cons_second, &w2) ||
-		    !is_heap(w) || !rd(n, w - 1 + m->string_length, &flen, sizeof(flen)) || flen < 0)
+		    !is_heap(w) || !rd(n, w - 1 + m->string_length, &flen, sizeof(flen)) ||
+		    flen < 0)
 			return false;
 		if (off < (uint32_t)flen) {
 			uint32_t l1 = len < (uint32_t)flen - off ? len : (uint32_t)flen - off;
@@ -347,7 +349,8 @@ static bool string__read_at(struct v8_namer *n, uint64_t str, uint32_t off, uint
 		return rd_word(n, a + m->thin_actual, &w) &&
 		       string__read_at(n, w, off, len, b, depth + 1);
 	case 3:	/* sliced */
-		if (!rd_word(n, a + m->sliced_parent, &w) || !rd_word(n, a + m->sliced_offset, &w2) ||
+		if (!rd_word(n, a + m->sliced_parent, &w) ||
+		    !rd_word(n, a + m->sliced_offset, &w2) ||
 		    !is_smi(w2) || smi(w2) < 0 || smi(w2) > INT32_MAX)
 			return false;
 		return string__read_at(n, w, off + (uint32_t)smi(w2), len, b, depth + 1);
@@ -399,7 +402,8 @@ static void scope_info__read(struct v8_namer *n, uint64_t si, char *name, size_t
 		return;
 	/* V8 13 moved the position info before the locals */
 	for (k = m->scopeinfo_ncontextlocals + 1; k + 1 < m->scopeinfo_first_vars; k++) {
-		if (is_smi(w[k]) && is_smi(w[k + 1]) && smi(w[k]) >= 0 && smi(w[k]) <= smi(w[k + 1])) {
+		if (is_smi(w[k]) && is_smi(w[k + 1]) && smi(w[k]) >= 0 &&
+		    smi(w[k]) <= smi(w[k + 1])) {
 			*start = (int)smi(w[k]);
 			*end = (int)smi(w[k + 1]);
 			break;
@@ -535,7 +539,8 @@ static struct sfi *sfi__resolve(struct v8_namer *n, uint64_t name_word, uint64_t
 	s->start = s->end = -1;
 	if (t == m->t_scope_info) {
 		scope_info__read(n, name_word, s->name, sizeof(s->name), &s->start, &s->end);
-	} else if (!type__is_string(m, t) || !string__read(n, name_word, s->name, sizeof(s->name))) {
+	} else if (!type__is_string(m, t) ||
+		   !string__read(n, name_word, s->name, sizeof(s->name))) {
 		free(s);
 		return NULL;
 	}
@@ -693,7 +698,8 @@ static void frame__at(struct v8_namer *n, const struct sfi *s, int off, struct f
 	struct script *sc = s->script ? script__get(n, s->script) : NULL;
 	int line, col;
 
-	if (!sc || off < 0 || (s->start >= 0 && s->end > s->start && (off < s->start || off > s->end)))
+	if (!sc || off < 0 ||
+	    (s->start >= 0 && s->end > s->start && (off < s->start || off > s->end)))
 		return;
 	script__line_col(sc, off, &line, &col);
 	if (line) {
@@ -965,7 +971,7 @@ static int frame__lines(struct v8_namer *n, const struct lw_v8_frame *f, const s
 			frame__at(n, s, bytecode__pos(n, f->bytecode_array,
 						      smi(f->bytecode_offset) -
 						      (m->bytecode_array_data - 1)), out);
-		/* the running frame saves its offset only when it calls out: its last call's line */
+		/* a running frame saves its offset only when it calls out: its last call's */
 		if (f->flags & LW_V8_F_TOP)
 			out->line_inexact = true;
 		return 1;
@@ -979,7 +985,8 @@ static int frame__lines(struct v8_namer *n, const struct lw_v8_frame *f, const s
 	if (ci.kind == (int)m->codekind_baseline) {
 		out->tier = tier_names[TIER_BASELINE];
 		bc = bt == m->t_bytecode_array ?
-		     baseline__bytecode_offset(n, ci.code, f->bytecode_array, f->pc - ci.start) : -1;
+		     baseline__bytecode_offset(n, ci.code, f->bytecode_array, f->pc - ci.start) :
+		     -1;
 		if (bc >= 0)
 			frame__at(n, s, bytecode__pos(n, f->bytecode_array, bc), out);
 		return 1;
@@ -1056,7 +1063,7 @@ int v8_namer__frame(struct v8_namer *n, const struct v8_target *t, const struct 
 		return frame__js_marker(out, f->pc, "[js: moved by GC]");
 	frame__from_sfi(n, s, f->pc, out);
 	if (f->flags & LW_V8_F_BUILTIN_EXIT)
-		out->tier = tier_names[TIER_BUILTIN];	/* JSON.stringify, a binding's function */
+		out->tier = tier_names[TIER_BUILTIN];	/* JSON.stringify, a binding */
 	k = f->flags & LW_V8_F_BUILTIN_EXIT ? 1 : frame__lines(n, f, s, out, max);
 	nm = calloc(1, sizeof(*nm));
 	if (nm) {
