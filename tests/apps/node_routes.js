@@ -1,10 +1,11 @@
 'use strict';
 // A Node http server whose routes block the event loop, each in a named
 // function, for the JS frame tests (tests/e2e/test_node.py). Run with no
-// node flags. Prints its port first; appends one JSON line per request to
-// TRUTH_FILE: the route function and the wall-clock start/end of its work
-// (ms) and the garbage collections so far: the ground truth stalls are
-// matched against. A line tagged
+// node flags. Prints its port first; keeps one record per request, the
+// ground truth stalls are matched against (the route function, the
+// wall-clock start and end of its work in ms, the garbage collections so
+// far), served as JSON by /truth: kept in memory, so that no write of it
+// lands in a measured iteration. A line tagged
 // "// @name" is where function name blocks; the tests read the tags, not
 // numbers.
 //   /json      routeJson       JSON.stringify of a large object (a C++ builtin)
@@ -21,7 +22,7 @@ const fs = require('fs');
 const { performance, PerformanceObserver } = require('perf_hooks');
 
 const BIG_FILE = process.env.BIG_FILE || __filename;
-const TRUTH_FILE = process.env.TRUTH_FILE;
+const truth = [];
 
 function makeBig(n) {
   const out = [];
@@ -107,6 +108,10 @@ const routes = {
 
 function handle(req, res) {
   const url = new URL(req.url, 'http://x');
+  if (url.pathname === '/truth') {
+    res.end(JSON.stringify(truth));
+    return;
+  }
   const fn = routes[url.pathname];
   if (!fn) {
     res.writeHead(404);
@@ -120,8 +125,8 @@ function handle(req, res) {
   for (let i = 0; i < n; i++)
     r += fn(small); // @handle
   const end = performance.timeOrigin + performance.now();
-  if (TRUTH_FILE && !small)
-    fs.appendFileSync(TRUTH_FILE, JSON.stringify({ fn: fn.name, start, end, gcs }) + '\n');
+  if (!small)
+    truth.push({ fn: fn.name, start, end, gcs });
   res.end(String(r));
 }
 

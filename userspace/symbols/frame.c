@@ -20,7 +20,7 @@ int frame__format(const struct frame *f, char *buf, size_t len)
 		fn = "[unknown]";
 		fn_len = (int)strlen(fn);
 	}
-	if ((f->kind == FRAME_PYTHON || f->kind == FRAME_JS) && file_len)
+	if (frame__is_script(f) && file_len)
 		return snprintf(buf, len, "%.*s (%.*s:%d)", fn_len, fn, file_len, f->file,
 				f->line);
 	if (f->func[0]) {
