@@ -183,8 +183,10 @@ def check_node(ctx, node):
             cpu = [st for st in s["stacks"] if st["cause"] == "cpu" and app_frames(st["frames"])]
             named = sum(st["samples"] for st in cpu
                         if any(f["func"] == fn for f in app_frames(st["frames"])))
-            assert s["cause"] == "blocked" or named * 2 > sum(st["samples"] for st in cpu), \
-                "%s: %d of %d samples: %s" % (fn, named, sum(st["samples"] for st in cpu),
+            total = sum(st["samples"] for st in cpu)
+            # a starved thread gets few samples, taken anywhere in its iteration
+            assert s["cause"] == "blocked" or named * 2 > total or (total < 10 and named), \
+                "%s: %d of %d samples: %s" % (fn, named, total,
                                               [describe(st["frames"]) for st in cpu])
             for st in s["stacks"]:
                 for f in app_frames(st["frames"]):

@@ -28,7 +28,7 @@
 #include "symbols/v8name.h"
 
 #define NAME_MAX_CHARS 1024
-#define SOURCE_MAX (32u << 20)		/* scripts larger than this: no lines */
+#define SOURCE_MAX (8u << 20)		/* scripts larger than this: no lines */
 #define TABLE_MAX (1u << 20)		/* position tables larger than this: no lines */
 #define BYTECODE_MAX (1u << 20)
 #define CACHE_SLOTS 4096		/* per cache; a cache 3/4 full is emptied */
@@ -129,7 +129,7 @@ struct named {
 	uint64_t sfi, pc, bco, name_word, script_word, ints;
 	uint32_t flags;
 	int k;
-	struct frame out[NAMED_MAX];
+	struct frame out[];	/* k of them: one, unless functions were inlined */
 };
 
 struct v8_namer {
@@ -1065,7 +1065,7 @@ int v8_namer__frame(struct v8_namer *n, const struct v8_target *t, const struct 
 	if (f->flags & LW_V8_F_BUILTIN_EXIT)
 		out->tier = tier_names[TIER_BUILTIN];	/* JSON.stringify, a binding */
 	k = f->flags & LW_V8_F_BUILTIN_EXIT ? 1 : frame__lines(n, f, s, out, max);
-	nm = calloc(1, sizeof(*nm));
+	nm = calloc(1, sizeof(*nm) + (size_t)(k < NAMED_MAX ? k : NAMED_MAX) * sizeof(*out));
 	if (nm) {
 		nm->sfi = f->sfi;
 		nm->pc = f->pc;
