@@ -22,9 +22,7 @@ static __always_inline int flush__enter(struct syscall_ctx *ctx)
 
 	if (!l || !loop__busy(l))
 		return 0;
-	block__close(l);
-	l->flush_nr = ctx->nr;
-	l->flush_ns = bpf_ktime_get_ns();
+	call__enter(l, ctx->nr, LW_CALL_FLUSH, bpf_ktime_get_ns());
 	return 0;
 }
 
@@ -33,13 +31,8 @@ static __always_inline int flush__exit(void)
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct lw_loop *l = bpf_map_lookup_elem(&loops, &tid);
 
-	if (!l || !l->flush_ns)
-		return 0;
-	if (l->block.start_ns && l->block.nr == l->flush_nr) {
-		l->block.last_in_ns = bpf_ktime_get_ns();
-		block__close(l);
-	}
-	l->flush_ns = 0;
+	if (l && l->call_ns)
+		call__exit(l, bpf_ktime_get_ns());
 	return 0;
 }
 

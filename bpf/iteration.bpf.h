@@ -111,9 +111,33 @@ static __always_inline void block__close(struct lw_loop *l)
 	e->sleeps = b->sleeps;
 	e->pad = 0;
 	bpf_probe_read_kernel(&e->cap, sizeof(e->cap), &b->cap);
-	bpf_probe_read_kernel(&e->path, sizeof(e->path), &b->path);
+	e->wait = b->wait;
+	bpf_probe_read_kernel(&e->fd, sizeof(e->fd), &b->fd);
 	__builtin_memcpy(e->comm, l->comm, LW_COMM_LEN);
 	bpf_ringbuf_submit(e, 0);
+}
+
+/*
+ * A syscall whose entry and exit are traced (a flush, a nested wait call):
+ * its invocation is bounded exactly, entry to exit, including the CPU time
+ * the scheduler alone cannot tell from the iteration around it.
+ */
+static __always_inline void call__enter(struct lw_loop *l, __s32 nr, __u32 kind, __u64 now)
+{
+	block__close(l);
+	l->call_nr = nr;
+	l->call_kind = kind;
+	l->call_ns = now;
+}
+
+/* If the call slept, its invocation ends now. */
+static __always_inline void call__exit(struct lw_loop *l, __u64 now)
+{
+	if (l->block.start_ns && l->block.nr == l->call_nr) {
+		l->block.last_in_ns = now;
+		block__close(l);
+	}
+	l->call_ns = 0;
 }
 
 /*

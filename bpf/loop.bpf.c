@@ -3,18 +3,40 @@
  * Loop iterations from the wait calls alone. Only the per-syscall
  * tracepoints of the wait calls are attached, so every other syscall of
  * every process pays next to nothing (raw_syscalls would tax them all).
- * busy = return of one wait call -> entry of the next; idle = inside it.
+ * busy = return of the home wait -> its next entry; idle = inside it.
+ *
+ * The home wait is the loop's own: the first wait call a thread makes
+ * that is not call-style (below), then every wait on the same set (the
+ * same epoll fd; the same poll array or select set). Any other wait call
+ * made while the loop is busy is nested -- a handler waiting: a socket with
+ * a timeout, a DNS lookup, subprocess.communicate, a second selector or
+ * loop -- and is part of the iteration, timed entry to exit like a
+ * blocking syscall, unless it shows the loop has moved: it is not deeper
+ * in the stack than the home wait (a new loop there), the home's epoll fd
+ * is closed, or LW_NESTED_MAX nested waits came in a row.
+ *
+ * Call-style waits never make a thread a loop thread nor end an iteration:
+ * a poll/select on no fd (a sleep) or on one connected socket (a socket
+ * timeout, a DNS query, a database driver): a blocking call in disguise.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 #include "iteration.bpf.h"
+#include "fd.bpf.h"
 
 const volatile __u32 self_pid = 0;	/* loopwatch's own loop is not watched */
 const volatile bool filter_pid = false;
 const volatile bool filter_comm = false;
 const volatile char comm_filter[LW_COMM_LEN] = {};
+/* off: every wait call ends an iteration (--no-nested-waits) */
+const volatile bool nested_waits = true;
+
+/* nested waits in a row (not call-style) after which their set is the home */
+#define LW_NESTED_MAX 64
+/* a select's sets are read up to fd 1023 (FD_SETSIZE) */
+#define LW_SELECT_WORDS 16
 
 static __always_inline bool comm__equal(const char *a, const volatile char *b)
 {
@@ -62,14 +84,12 @@ static __always_inline void loop__announce(__u32 pid, __u32 tid)
 	bpf_ringbuf_submit(e, 0);
 }
 
-static __always_inline struct lw_loop *loop__create(__u32 pid, __u32 tid)
+static __always_inline struct lw_loop *loop__create(struct task_struct *task, __u32 pid,
+						   __u32 tid)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
 	struct lw_loop *tmpl;
 	__u32 zero = 0;
 
-	if (!loop__wanted(task, pid))
-		return NULL;
 	tmpl = bpf_map_lookup_elem(&loop_scratch, &zero);
 	if (!tmpl)
 		return NULL;
@@ -139,12 +159,159 @@ static __always_inline void loop__end_iteration(struct lw_loop *l, __u64 now)
 		l->busy_hist.counts[idx]++;
 }
 
-static __always_inline int wait__enter(void)
+struct syscall_enter_ctx {
+	__u64 common;
+	int nr;
+	__u64 args[6];
+};
+
+/* A wait call as its entry shows it. */
+struct wait_call {
+	__u32 kind;		/* enum lw_call_kind */
+	__u64 set;		/* what the home wait is known by (struct lw_loop) */
+	__u64 sp;
+};
+
+enum wait_role {
+	WAIT_HOME,		/* the loop's own: ends the iteration */
+	WAIT_NEW_HOME,		/* the loop moved here: ends the iteration, and is the home */
+	WAIT_NESTED,		/* inside a handler: part of the iteration */
+};
+
+static __always_inline __u32 bits__count(__u64 x)
+{
+	x = x - ((x >> 1) & 0x5555555555555555ULL);
+	x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+	x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
+	return (__u32)((x * 0x0101010101010101ULL) >> 56);
+}
+
+static __always_inline void poll__fds(const struct syscall_enter_ctx *ctx, struct lw_wait_fds *w)
+{
+	struct pollfd pfds[LW_WAIT_FDS];
+	__u64 n = ctx->args[1];
+	__u32 k = n < LW_WAIT_FDS ? (__u32)n : LW_WAIT_FDS;
+
+	w->nfds = n > 0xffffffffULL ? 0xffffffffU : (__u32)n;
+	if (!k || k > LW_WAIT_FDS ||
+	    bpf_probe_read_user(pfds, k * sizeof(pfds[0]), (void *)ctx->args[0]))
+		return;
+	for (__u32 i = 0; i < LW_WAIT_FDS; i++)
+		if (i < k)
+			w->fds[i] = pfds[i].fd;
+}
+
+/* The lowest fds set in any of the three sets, and how many there are. */
+static __always_inline void select__fds(const struct syscall_enter_ctx *ctx,
+					struct lw_wait_fds *w)
+{
+	__u64 n = ctx->args[0] & 0xffffffffULL, word;
+	__u32 found = 0;
+
+	if (n > LW_SELECT_WORDS * 64)
+		n = LW_SELECT_WORDS * 64;
+	for (__u32 i = 0; i < LW_SELECT_WORDS; i++) {
+		__u64 bits = 0, left = n - i * 64;
+
+		if (i * 64 >= n)
+			break;
+		for (int set = 1; set <= 3; set++) {
+			if (ctx->args[set] && !bpf_probe_read_user(&word, sizeof(word),
+					(void *)(ctx->args[set] + i * sizeof(word))))
+				bits |= word;
+		}
+		if (left < 64)
+			bits &= (1ULL << left) - 1;
+		w->nfds += bits__count(bits);
+		for (int j = 0; j < LW_WAIT_FDS && bits && found < LW_WAIT_FDS; j++) {
+			w->fds[found & (LW_WAIT_FDS - 1)] = (__s32)(i * 64 + lw_log2(bits & -bits));
+			found++;
+			bits &= bits - 1;
+		}
+	}
+}
+
+static __always_inline void wait__fds(const struct syscall_enter_ctx *ctx, __u32 kind,
+				      struct lw_wait_fds *w)
+{
+	w->nfds = 0;
+	for (int i = 0; i < LW_WAIT_FDS; i++)
+		w->fds[i] = -1;
+	if (kind == LW_CALL_EPOLL) {
+		w->nfds = 1;
+		w->fds[0] = (__s32)ctx->args[0];
+	} else if (kind == LW_CALL_POLL) {
+		poll__fds(ctx, w);
+	} else {
+		select__fds(ctx, w);
+	}
+}
+
+/* A poll or select on no fd (a sleep) or on one connected socket only. */
+static __always_inline bool wait__call_style(struct task_struct *task, __u32 kind,
+					     const struct lw_wait_fds *w)
+{
+	struct file *file;
+	struct sock *sk;
+
+	if (kind == LW_CALL_EPOLL || w->nfds > 1)
+		return false;
+	/* a poll entry with a negative fd is skipped: nothing to wait for */
+	if (!w->nfds || w->fds[0] < 0)
+		return true;
+	file = fd__file(task, w->fds[0]);
+	sk = file ? file__inet_or_unix_sock(file) : NULL;
+	return sk && sock__has_peer(sk);
+}
+
+static __always_inline void home__set(struct lw_loop *l, struct task_struct *task,
+				      const struct wait_call *w)
+{
+	l->home_kind = w->kind;
+	l->home_set = w->set;
+	l->home_sp = w->sp;
+	l->home_file = w->kind == LW_CALL_EPOLL ? (__u64)fd__file(task, (__s64)w->set) : 0;
+}
+
+/*
+ * Not the home wait's own set: is it a handler's wait, or has the loop
+ * moved? The stack says: a handler runs below the loop's wait call, so its
+ * wait is deeper. A new loop run deeper while the old one is still open is
+ * taken for nested until LW_NESTED_MAX waits in a row (--no-nested-waits).
+ */
+static __always_inline enum wait_role wait__role(struct lw_loop *l, struct task_struct *task,
+						 const struct wait_call *w,
+						 const struct lw_wait_fds *fds)
+{
+	if (wait__call_style(task, w->kind, fds))
+		return WAIT_NESTED;
+	if (w->sp >= l->home_sp)
+		return WAIT_NEW_HOME;
+	if (l->home_kind == LW_CALL_EPOLL &&
+	    (__u64)fd__file(task, (__s64)l->home_set) != l->home_file)
+		return WAIT_NEW_HOME;
+	if (++l->nested_run >= LW_NESTED_MAX)
+		return WAIT_NEW_HOME;
+	return WAIT_NESTED;
+}
+
+static __always_inline int wait__enter(const struct syscall_enter_ctx *ctx, __u32 kind)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id, pid = id >> 32;
 	__u64 now = bpf_ktime_get_ns();
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	struct wait_call w = { .kind = kind };
+	struct lw_wait_fds fds;
+	enum wait_role role = WAIT_HOME;
 	struct lw_loop *l;
+
+	/* what the home wait is known by: the epoll fd, a poll's array, a select's set */
+	w.set = ctx->args[0];
+	if (kind == LW_CALL_SELECT)
+		w.set = ctx->args[1] ? ctx->args[1] : ctx->args[2] ? ctx->args[2] : ctx->args[3];
+	w.sp = regs ? PT_REGS_SP(regs) : 0;
 
 	l = bpf_map_lookup_elem(&loops, &tid);
 	if (l && (l->flags & LW_THREAD_EXITED)) {
@@ -153,10 +320,35 @@ static __always_inline int wait__enter(void)
 		l = NULL;
 	}
 	if (!l) {
-		l = loop__create(pid, tid);
+		if (!loop__wanted(task, pid))
+			return 0;
+		if (nested_waits) {
+			wait__fds(ctx, kind, &fds);
+			if (wait__call_style(task, kind, &fds))
+				return 0;
+		}
+		l = loop__create(task, pid, tid);
 		if (!l)
 			return 0;
+		home__set(l, task, &w);
+		l->in_wait = 1;
+		l->wait_enter_ns = now;
+		return 0;
 	}
+	if (nested_waits && !l->in_wait && (kind != l->home_kind || w.set != l->home_set)) {
+		wait__fds(ctx, kind, &fds);
+		role = wait__role(l, task, &w, &fds);
+	}
+	if (role == WAIT_NESTED) {
+		call__enter(l, ctx->nr, kind, now);
+		l->call_wait = fds;
+		return 0;
+	}
+	if (role == WAIT_NEW_HOME)
+		home__set(l, task, &w);
+	l->home_sp = w.sp;
+	l->nested_run = 0;
+	l->flags &= ~LW_THREAD_INTERRUPTED;
 	if (l->busy_start_ns && !l->in_wait)
 		loop__end_iteration(l, now);
 	l->in_wait = 1;
@@ -169,6 +361,7 @@ static __always_inline int wait__enter(void)
 #define ERESTARTNOINTR 513
 #define ERESTARTNOHAND 514
 #define ERESTART_RESTARTBLOCK 516
+#define EINTR 4
 
 struct syscall_exit_ctx {
 	__u64 common;
@@ -176,14 +369,21 @@ struct syscall_exit_ctx {
 	long ret;
 };
 
-static __always_inline int wait__exit(long ret)
+static __always_inline int wait__exit(int nr, long ret)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	__u64 now = bpf_ktime_get_ns();
 	struct lw_loop *l;
 
 	l = bpf_map_lookup_elem(&loops, &tid);
-	if (!l || !l->in_wait)
+	if (!l)
+		return 0;
+	/* a nested wait returns: the iteration goes on */
+	if (l->call_ns && l->call_nr == nr) {
+		call__exit(l, now);
+		return 0;
+	}
+	if (!l->in_wait)
 		return 0;
 	l->idle_ns += now - l->wait_enter_ns;
 	/*
@@ -199,24 +399,26 @@ static __always_inline int wait__exit(long ret)
 		return 0;
 	}
 	l->flags &= ~LW_THREAD_RESTARTING;
+	if (ret == -EINTR)
+		l->flags |= LW_THREAD_INTERRUPTED;
 	l->in_wait = 0;
 	l->busy_start_ns = now;
 	return 0;
 }
 
-#define WAIT_CALL(name)							\
+#define WAIT_CALL(name, kind)						\
 SEC("tracepoint/syscalls/sys_enter_" #name)				\
-int enter_##name(void *ctx) { return wait__enter(); }			\
+int enter_##name(struct syscall_enter_ctx *ctx) { return wait__enter(ctx, kind); } \
 SEC("tracepoint/syscalls/sys_exit_" #name)				\
-int exit_##name(struct syscall_exit_ctx *ctx) { return wait__exit(ctx->ret); }
+int exit_##name(struct syscall_exit_ctx *ctx) { return wait__exit(ctx->nr, ctx->ret); }
 
-WAIT_CALL(epoll_wait)
-WAIT_CALL(epoll_pwait)
-WAIT_CALL(epoll_pwait2)
-WAIT_CALL(poll)
-WAIT_CALL(ppoll)
-WAIT_CALL(select)
-WAIT_CALL(pselect6)
+WAIT_CALL(epoll_wait, LW_CALL_EPOLL)
+WAIT_CALL(epoll_pwait, LW_CALL_EPOLL)
+WAIT_CALL(epoll_pwait2, LW_CALL_EPOLL)
+WAIT_CALL(poll, LW_CALL_POLL)
+WAIT_CALL(ppoll, LW_CALL_POLL)
+WAIT_CALL(select, LW_CALL_SELECT)
+WAIT_CALL(pselect6, LW_CALL_SELECT)
 
 /* A poll/select resumed after a stop ends here, not at its own exit. */
 SEC("tracepoint/syscalls/sys_exit_restart_syscall")
@@ -226,7 +428,7 @@ int exit_restart_syscall(struct syscall_exit_ctx *ctx)
 	struct lw_loop *l = bpf_map_lookup_elem(&loops, &tid);
 
 	if (l && (l->flags & LW_THREAD_RESTARTING))
-		wait__exit(ctx->ret);
+		wait__exit(ctx->nr, ctx->ret);
 	return 0;
 }
 

@@ -89,6 +89,8 @@ struct lw_hist {
 #define LW_PATH_PART_LEN 40
 /* orig_ax when the task sleeps outside a syscall: a page fault */
 #define LW_NR_NONE -1
+#define LW_WAIT_FDS 4		/* fds of a nested wait call kept with it */
+#define LW_UNIX_PATH_LEN 128	/* sun_path (108), rounded up to a power of two */
 
 enum lw_event_type {
 	LW_EV_STALL = 1,
@@ -159,6 +161,45 @@ struct lw_iter {
 	struct lw_capture runq_cap;	/* preempted there */
 };
 
+/* The other end of a socket, read from the kernel's socket at the first sleep. */
+struct lw_sock_peer {
+	__u16 family;		/* AF_INET, AF_INET6, AF_UNIX */
+	__u16 protocol;		/* IPPROTO_TCP, IPPROTO_UDP...; for AF_UNIX the socket type */
+	__u16 port;		/* host order */
+	__u8 local;		/* no peer: addr/port/unix_path are this socket's own */
+	__u8 unix_len;		/* bytes of unix_path; 0: unnamed */
+	__u8 addr[16];		/* IPv4 in the first 4 bytes */
+	char unix_path[LW_UNIX_PATH_LEN];	/* sun_path; an abstract name starts with NUL */
+};
+
+enum lw_fd_kind {
+	LW_FD_NONE = 0,		/* no open file at that number */
+	LW_FD_FILE = 1,		/* path: dentry names */
+	LW_FD_SOCKET = 2,	/* peer */
+	LW_FD_PIPE = 3,		/* inode: "pipe:[ino]" */
+	LW_FD_ANON = 4,		/* inode, path[0]: "anon_inode:[eventpoll]" */
+};
+
+/* What an fd of a blocking call was at its first sleep. */
+struct lw_fd_info {
+	__u32 kind;		/* enum lw_fd_kind */
+	__u32 pad;
+	__u64 inode;
+	union {
+		char path[LW_PATH_PARTS][LW_PATH_PART_LEN];	/* leaf first */
+		struct lw_sock_peer peer;
+	};
+};
+
+/*
+ * The fds a nested wait call waits on: the epoll fd of an epoll wait, the
+ * first entries of a poll's array, the lowest fds of a select's sets.
+ */
+struct lw_wait_fds {
+	__u32 nfds;		/* how many it waits on (a poll's nfds); 0: not a wait call */
+	__s32 fds[LW_WAIT_FDS];	/* the first of them, -1 past nfds */
+};
+
 /*
  * One syscall invocation that slept, seen only at sched_switch: successive
  * sleeps with the same syscall number, first argument and user ip/sp, with
@@ -173,7 +214,8 @@ struct lw_block {
 	__s32 nr;
 	__u32 sleeps;
 	struct lw_capture cap;
-	char path[LW_PATH_PARTS][LW_PATH_PART_LEN];	/* arg0 as an fd, best effort */
+	struct lw_wait_fds wait;	/* a nested wait call's fds */
+	struct lw_fd_info fd;	/* wait.fds[0] for a wait call, else arg0 as an fd, best effort */
 };
 
 /* Every blocked syscall invocation of loop threads, per (process, syscall). */
@@ -239,7 +281,8 @@ struct lw_block_event {
 	__u32 sleeps;
 	__u32 pad;
 	struct lw_capture cap;
-	char path[LW_PATH_PARTS][LW_PATH_PART_LEN];
+	struct lw_wait_fds wait;	/* nfds 0: not a nested wait call */
+	struct lw_fd_info fd;		/* wait.fds[0], or arg0 as an fd */
 	char comm[LW_COMM_LEN];
 };
 
@@ -253,6 +296,16 @@ enum lw_counter {
 enum lw_thread_flags {
 	LW_THREAD_EXITED = 1,
 	LW_THREAD_RESTARTING = 2,	/* its wait call resumes through restart_syscall */
+	LW_THREAD_INTERRUPTED = 4,	/* its home wait returned -EINTR: a stop may follow */
+	LW_THREAD_STOPPED = 8,		/* stopped or ptrace-stopped after that: still waiting */
+};
+
+/* The kinds of wait call, and the other syscalls timed entry to exit. */
+enum lw_call_kind {
+	LW_CALL_EPOLL = 1,	/* epoll_wait, epoll_pwait, epoll_pwait2 */
+	LW_CALL_POLL = 2,	/* poll, ppoll */
+	LW_CALL_SELECT = 3,	/* select, pselect6 */
+	LW_CALL_FLUSH = 4,	/* fsync, fdatasync, sync_file_range, syncfs */
 };
 
 /*
@@ -273,8 +326,22 @@ struct lw_loop {
 	__u64 off_ns;		/* switched out during a busy period; 0 when on CPU */
 	__u64 wake_ns;		/* woken up after off_ns; 0 if not yet */
 	__u32 off_blocked;	/* 1: went to sleep, 0: preempted */
-	__s32 flush_nr;		/* inside a traced flush syscall (fsync…) since flush_ns */
-	__u64 flush_ns;
+	/*
+	 * The home wait: the loop's own wait call, at the outermost steady stack
+	 * depth. Every other wait call made in a busy period is nested (a handler
+	 * waiting) and part of the iteration (bpf/loop.bpf.c says how they are
+	 * told apart).
+	 */
+	__u32 home_kind;	/* enum lw_call_kind */
+	__u32 nested_run;	/* nested waits since the last home wait */
+	__u64 home_set;		/* the epoll fd; a poll's array, a select's first set */
+	__u64 home_sp;		/* user stack pointer at the latest home wait */
+	__u64 home_file;	/* the epoll fd's struct file: gone when the loop closed it */
+	/* inside a syscall timed entry to exit (a flush, a nested wait) since call_ns */
+	__s32 call_nr;
+	__u32 call_kind;	/* enum lw_call_kind */
+	__u64 call_ns;
+	struct lw_wait_fds call_wait;	/* a nested wait's fds, read at its entry */
 	struct lw_capture preempt_cap;	/* where it was last preempted */
 	struct lw_block block;
 	struct lw_iter iter;

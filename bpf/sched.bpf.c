@@ -10,6 +10,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 #include "iteration.bpf.h"
+#include "fd.bpf.h"
 
 /* sleeps of one invocation (fsync waits on several I/Os) are this close */
 #define LW_BLOCK_MERGE_NS 2000000ULL
@@ -21,41 +22,14 @@ static __always_inline bool block__same(const struct lw_block *b, __s32 nr, __u6
 	       b->user_sp == sp && now - b->last_in_ns < LW_BLOCK_MERGE_NS;
 }
 
-/* The dentry names of fd in task's table, leaf first; empty when it is no open fd. */
-static __always_inline void fd__path(struct task_struct *task, __u64 fd,
-				     char path[LW_PATH_PARTS][LW_PATH_PART_LEN])
-{
-	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
-	struct dentry *d, *parent;
-	struct file *file = NULL;
-
-	/* the previous call's names must not show through a shorter path */
-	for (int i = 0; i < LW_PATH_PARTS; i++)
-		path[i][0] = '\0';
-	if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
-		return;
-	bpf_probe_read_kernel(&file, sizeof(file), BPF_CORE_READ(fdt, fd) + fd);
-	if (!file)
-		return;
-	d = BPF_CORE_READ(file, f_path.dentry);
-	for (int i = 0; i < LW_PATH_PARTS; i++) {
-		path[i][0] = '\0';
-		if (!d)
-			break;
-		bpf_probe_read_kernel_str(path[i], LW_PATH_PART_LEN, BPF_CORE_READ(d, d_name.name));
-		parent = BPF_CORE_READ(d, d_parent);
-		if (parent == d)
-			break;
-		d = parent;
-	}
-}
-
 /* A loop thread goes to sleep inside its busy period: which call, from where. */
 static __always_inline void block__note_sleep(void *ctx, struct lw_loop *l,
 					      struct task_struct *task, __u64 now)
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	__u64 arg0, ip, sp;
+	bool in_call;
+	__s64 fd;
 	__s32 nr;
 
 	if (!regs)
@@ -69,8 +43,9 @@ static __always_inline void block__note_sleep(void *ctx, struct lw_loop *l,
 		return;
 	}
 	block__close(l);
-	/* a traced flush syscall: its entry is the invocation's true start */
-	l->block.start_ns = l->flush_ns && l->flush_nr == nr ? l->flush_ns : now;
+	/* a syscall timed from its entry (a flush, a nested wait): its true start */
+	in_call = l->call_ns && l->call_nr == nr;
+	l->block.start_ns = in_call ? l->call_ns : now;
 	l->block.last_in_ns = now;
 	l->block.nr = nr;
 	l->block.arg0 = arg0;
@@ -78,8 +53,18 @@ static __always_inline void block__note_sleep(void *ctx, struct lw_loop *l,
 	l->block.user_sp = sp;
 	l->block.sleeps = 1;
 	capture__take(ctx, &l->block.cap, sp, 2);
-	fd__path(task, arg0, l->block.path);
+	l->block.wait.nfds = 0;
+	fd = (__s64)arg0;
+	if (in_call && l->call_kind != LW_CALL_FLUSH) {
+		/* a wait call's first argument is no fd to name (a poll's array) */
+		l->block.wait = l->call_wait;
+		fd = l->call_wait.nfds ? l->call_wait.fds[0] : -1;
+	}
+	fd__info(task, fd, &l->block.fd);
 }
+
+/* __TASK_STOPPED, __TASK_TRACED (include/linux/sched.h; macros, not in BTF) */
+#define LW_TASK_STOPPED_OR_TRACED 0x000c
 
 static __always_inline void loop__switch_out(void *ctx, struct lw_loop *l,
 					     struct task_struct *prev, bool preempt,
@@ -88,6 +73,18 @@ static __always_inline void loop__switch_out(void *ctx, struct lw_loop *l,
 	/* TASK_RUNNING (0) without preemption is a yield: still runnable */
 	bool sleeping = !preempt && (prev_state & 0xff) != 0;
 
+	/*
+	 * A stop (SIGSTOP, a ptrace attach) makes an epoll wait return -EINTR,
+	 * where poll is restarted: the loop was idle and still is; its busy
+	 * period resumes, shifted by the stop, when it runs again.
+	 */
+	if ((l->flags & LW_THREAD_INTERRUPTED) && !preempt &&
+	    (prev_state & LW_TASK_STOPPED_OR_TRACED)) {
+		l->flags |= LW_THREAD_STOPPED;
+		l->in_wait = 1;
+		l->wait_enter_ns = now;
+		return;
+	}
 	l->off_ns = now;
 	l->wake_ns = 0;
 	l->off_blocked = sleeping;
@@ -125,6 +122,17 @@ static __always_inline void loop__switch_in(struct lw_loop *l, __u64 now)
 	l->off_ns = 0;
 }
 
+/* Back from a stop that interrupted the home wait: the stop was idle time. */
+static __always_inline void loop__resume(struct lw_loop *l, __u64 now)
+{
+	__u64 stopped = now - l->wait_enter_ns;
+
+	l->idle_ns += stopped;
+	l->busy_start_ns += stopped;
+	l->in_wait = 0;
+	l->flags &= ~LW_THREAD_STOPPED;
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(loop_sched_switch, bool preempt, struct task_struct *prev,
 	     struct task_struct *next, unsigned int prev_state)
@@ -137,8 +145,12 @@ int BPF_PROG(loop_sched_switch, bool preempt, struct task_struct *prev,
 	if (l && loop__busy(l))
 		loop__switch_out(ctx, l, prev, preempt, prev_state, now);
 	l = bpf_map_lookup_elem(&loops, &next_tid);
-	if (l && l->off_ns)
+	if (!l)
+		return 0;
+	if (l->off_ns)
 		loop__switch_in(l, now);
+	else if (l->flags & LW_THREAD_STOPPED)
+		loop__resume(l, now);
 	return 0;
 }
 

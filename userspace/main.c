@@ -204,6 +204,7 @@ static void collector_opts__from_options(struct collector_opts *copts, struct ru
 										 : opts->threshold_ms) * 1e6);
 	copts->block_threshold_ns = (__u64)(opts->block_threshold_ms * 1e6);
 	copts->sample_hz = opts->sample_hz;
+	copts->no_nested_waits = opts->no_nested_waits;
 	copts->probe_threshold_ns = (__u64)(opts->probe_threshold_ms * 1e6);
 	copts->on_event = events__handle;
 	copts->ctx = &r->events;

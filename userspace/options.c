@@ -38,6 +38,7 @@ enum {
 	OPT_THRESHOLD,
 	OPT_BLOCK_THRESHOLD,
 	OPT_SAMPLE_HZ,
+	OPT_NO_NESTED_WAITS,
 	OPT_ALERT_MS,
 	OPT_ALERT_LOG,
 	OPT_ALERT_EXEC,
@@ -77,6 +78,7 @@ static const struct option long_options[] = {
 	{ "threshold", required_argument, NULL, OPT_THRESHOLD },
 	{ "block-threshold", required_argument, NULL, OPT_BLOCK_THRESHOLD },
 	{ "sample-hz", required_argument, NULL, OPT_SAMPLE_HZ },
+	{ "no-nested-waits", no_argument, NULL, OPT_NO_NESTED_WAITS },
 	{ "alert-ms", required_argument, NULL, OPT_ALERT_MS },
 	{ "alert-log", required_argument, NULL, OPT_ALERT_LOG },
 	{ "alert-exec", required_argument, NULL, OPT_ALERT_EXEC },
@@ -114,6 +116,8 @@ static const char options_help[] =
 "      --threshold MS      an iteration at or over MS is a stall (default 10)\n"
 "      --block-threshold MS  a syscall blocking the loop MS or more is reported (default 1)\n"
 "      --sample-hz HZ      CPU stack samples per second inside busy periods (default 997)\n"
+"      --no-nested-waits   every wait call ends an iteration, also one made from inside\n"
+"                          a handler (a socket timeout's poll, a second loop)\n"
 "      --stuck-after SECONDS  a loop inside one iteration this long is reported while\n"
 "                          it lasts, with its stacks so far (default 1; 0: never)\n"
 "      --stuck-every SECONDS  and again every SECONDS while it lasts (default 5)\n"
@@ -392,6 +396,9 @@ static void option__apply(struct options *opts, int key, char *arg)
 		if (opts->nprobes >= OPT_MAX_PROBES)
 			usage__fail("too many --probe (at most 32): '%s'", arg);
 		opts->probes[opts->nprobes++] = probe__check(arg);
+		break;
+	case OPT_NO_NESTED_WAITS:
+		opts->no_nested_waits = true;
 		break;
 	case OPT_NO_BUILTIN_PROBES:
 		opts->no_builtin_probes = true;

@@ -34,6 +34,7 @@ struct options {
 	double threshold_ms;	/* an iteration at or over this is a stall */
 	double block_threshold_ms;	/* a blocked syscall at or over this is a blocking call */
 	int sample_hz;		/* CPU samples per second inside busy periods */
+	bool no_nested_waits;	/* every wait call ends an iteration */
 
 	/* alerts on stalls */
 	double alert_ms;

@@ -2,6 +2,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include "events/decode.h"
 #include "lib/clock.h"
 #include "lib/syscalls.h"
@@ -227,27 +230,94 @@ void decoder__stall(struct decoder *d, const struct lw_stall_event *e, struct st
  * root. The fd itself may be closed or reused by now: it is not looked up.
  * Paths are relative to the file's mount; a deep one keeps its last parts.
  */
-static void path__join(const struct lw_block_event *e, char *buf, size_t len)
+static void path__join(const struct lw_fd_info *fd, char *buf, size_t len)
 {
 	size_t used = 0;
 	int top = LW_PATH_PARTS - 1;
 
 	buf[0] = '\0';
-	while (top >= 0 && !e->path[top][0])
+	while (top >= 0 && !fd->path[top][0])
 		top--;
 	/* every part used and no root reached: a deeper path, shown as such */
-	if (top == LW_PATH_PARTS - 1 && strcmp(e->path[top], "/"))
+	if (top == LW_PATH_PARTS - 1 && strcmp(fd->path[top], "/"))
 		used = (size_t)snprintf(buf, len, "...");
 	for (int i = top; i >= 0 && used < len; i--) {
 		char part[LW_PATH_PART_LEN + 1];
 
-		memcpy(part, e->path[i], LW_PATH_PART_LEN);
+		memcpy(part, fd->path[i], LW_PATH_PART_LEN);
 		part[LW_PATH_PART_LEN] = '\0';
 		if (!strcmp(part, "/"))
 			continue;
 		used += (size_t)snprintf(buf + used, len - used, "/%s", part);
 	}
 	str__sanitize(buf);
+}
+
+/* "tcp", "udp", or the protocol's number */
+static const char *peer__protocol(const struct lw_sock_peer *p, char *buf, size_t len)
+{
+	if (p->protocol == IPPROTO_TCP)
+		return "tcp";
+	if (p->protocol == IPPROTO_UDP)
+		return "udp";
+	snprintf(buf, len, "ip proto %u", p->protocol);
+	return buf;
+}
+
+/*
+ * The other side of a socket, as BPF read it at the first sleep: "tcp
+ * 10.0.0.5:5432", "udp [::1]:53", "unix /run/x.sock", "unix @abstract";
+ * " (local)" when the socket had no peer and this is its own address.
+ */
+static void peer__format(const struct lw_sock_peer *p, char *buf, size_t len)
+{
+	char addr[INET6_ADDRSTRLEN] = "?", proto[24];
+	const char *local = p->local ? " (local)" : "";
+
+	if (p->family == AF_UNIX) {
+		char name[LW_UNIX_PATH_LEN + 2];
+		size_t n = p->unix_len < LW_UNIX_PATH_LEN ? p->unix_len : LW_UNIX_PATH_LEN;
+
+		if (!n) {
+			snprintf(buf, len, "unix");
+			return;
+		}
+		/* an abstract name starts with a NUL byte: shown as "@" */
+		memcpy(name, p->unix_path, n);
+		name[n] = '\0';
+		if (!name[0])
+			name[0] = '@';
+		str__sanitize(name);
+		snprintf(buf, len, "unix %s%s", name, local);
+		return;
+	}
+	inet_ntop(p->family == AF_INET6 ? AF_INET6 : AF_INET, p->addr, addr, sizeof(addr));
+	snprintf(buf, len, p->family == AF_INET6 ? "%s [%s]:%u%s" : "%s %s:%u%s",
+		 peer__protocol(p, proto, sizeof(proto)), addr, p->port, local);
+}
+
+static void fd_info__format(const struct lw_fd_info *fd, char *buf, size_t len)
+{
+	char name[LW_PATH_PART_LEN + 1];
+
+	buf[0] = '\0';
+	switch (fd->kind) {
+	case LW_FD_SOCKET:
+		peer__format(&fd->peer, buf, len);
+		break;
+	case LW_FD_FILE:
+		path__join(fd, buf, len);
+		break;
+	case LW_FD_PIPE:
+		snprintf(buf, len, "pipe:[%llu]", (unsigned long long)fd->inode);
+		break;
+	case LW_FD_ANON:
+		memcpy(name, fd->path[0], LW_PATH_PART_LEN);
+		name[LW_PATH_PART_LEN] = '\0';
+		str__sanitize(name);
+		snprintf(buf, len, "anon_inode:%s", name);
+		break;
+	}
 }
 
 void decoder__block(struct decoder *d, const struct lw_block_event *e, struct block_report *r)
@@ -263,9 +333,18 @@ void decoder__block(struct decoder *d, const struct lw_block_event *e, struct bl
 	r->duration_ns = e->duration_ns;
 	r->sleeps = e->sleeps;
 	r->fd = -1;
-	if (syscall__fd_arg(e->nr) && (__s64)e->arg0 >= 0 && e->arg0 < (1u << 30)) {
+	if (e->wait.nfds) {
+		/* a nested wait call: the fds it waited on, the first one named */
+		r->wait_nfds = e->wait.nfds;
+		for (int i = 0; i < LW_WAIT_FDS; i++)
+			r->wait_fds[i] = e->wait.fds[i];
+		if (e->wait.fds[0] >= 0) {
+			r->fd = e->wait.fds[0];
+			fd_info__format(&e->fd, r->path, sizeof(r->path));
+		}
+	} else if (syscall__fd_arg(e->nr) && (__s64)e->arg0 >= 0 && e->arg0 < (1u << 30)) {
 		r->fd = (int)e->arg0;
-		path__join(e, r->path, sizeof(r->path));
+		fd_info__format(&e->fd, r->path, sizeof(r->path));
 	}
 	r->stack.blocked = true;
 	r->stack.ns = e->duration_ns;

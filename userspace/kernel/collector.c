@@ -139,6 +139,7 @@ struct collector *collector__open(const struct collector_opts *opts, char *err, 
 	c->skel->rodata->slow_threshold_ns = opts->slow_threshold_ns;
 	c->skel->rodata->block_threshold_ns = opts->block_threshold_ns;
 	c->skel->rodata->probe_threshold_ns = opts->probe_threshold_ns;
+	c->skel->rodata->nested_waits = !opts->no_nested_waits;
 	if (opts->comm) {
 		c->skel->rodata->filter_comm = true;
 		strncpy((char *)c->skel->rodata->comm_filter, opts->comm, LW_COMM_LEN - 1);

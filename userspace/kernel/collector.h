@@ -26,6 +26,7 @@ struct collector_opts {
 	__u64 slow_threshold_ns;	/* iterations sent up: <= stall_threshold_ns */
 	__u64 block_threshold_ns;
 	int sample_hz;		/* 0: no CPU sampling */
+	bool no_nested_waits;	/* every wait call ends an iteration */
 	__u64 probe_threshold_ns;
 	event_fn on_event;
 	void *ctx;

@@ -79,7 +79,9 @@ struct block_report {
 	__u64 duration_ns;
 	__u32 sleeps;
 	int fd;			/* -1 when the first argument is no fd */
-	char path[256];		/* "" when unresolved */
+	char path[256];		/* "" when unresolved; a socket's peer ("tcp 10.0.0.5:5432") */
+	__u32 wait_nfds;	/* a nested wait call: fds it waited on; 0: no wait call */
+	int wait_fds[LW_WAIT_FDS];	/* the first of them, -1 past wait_nfds */
 	struct stack_report stack;
 };
 

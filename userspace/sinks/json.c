@@ -258,6 +258,12 @@ static void json__block(struct sink *s, const struct block_report *r)
 		fprintf(out, ",\"fd\":%d,\"path\":", r->fd);
 		json__string(out, r->path);
 	}
+	if (r->wait_nfds) {
+		fputs(",\"fds\":[", out);
+		for (__u32 i = 0; i < r->wait_nfds && i < LW_WAIT_FDS; i++)
+			fprintf(out, "%s%d", i ? "," : "", r->wait_fds[i]);
+		fprintf(out, "],\"nfds\":%u", r->wait_nfds);
+	}
 	fputs(",\"stack\":", out);
 	json__frames(out, &r->stack);
 	fputs("}\n", out);
