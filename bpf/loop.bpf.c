@@ -201,33 +201,58 @@ static __always_inline void poll__fds(const struct syscall_enter_ctx *ctx, struc
 			w->fds[i] = pfds[i].fd;
 }
 
-/* The lowest fds set in any of the three sets, and how many there are. */
+/* A select's three sets, scanned a word (64 fds) at a time by bpf_loop. */
+struct select_scan {
+	__u64 sets[3];		/* user pointers to the read, write and except sets */
+	__u64 n;		/* fds below n */
+	__u64 first_bits;	/* the first word with any fd set, and which word */
+	__u64 first_word;
+	__u32 nfds;
+};
+
+/* bpf_loop's callback: its body is verified once, not once per word */
+static long select__word(__u64 i, void *arg)
+{
+	struct select_scan *scan = arg;
+	__u64 bits = 0, word, left;
+
+	if (i * 64 >= scan->n)
+		return 1;
+	for (int set = 0; set < 3; set++) {
+		if (scan->sets[set] && !bpf_probe_read_user(&word, sizeof(word),
+				(void *)(scan->sets[set] + i * sizeof(word))))
+			bits |= word;
+	}
+	left = scan->n - i * 64;
+	if (left < 64)
+		bits &= (1ULL << left) - 1;
+	scan->nfds += bits__count(bits);
+	if (bits && !scan->first_bits) {
+		scan->first_bits = bits;
+		scan->first_word = i;
+	}
+	return 0;
+}
+
+/* How many fds the sets hold, and the lowest (those of the first 64 that has any). */
 static __always_inline void select__fds(const struct syscall_enter_ctx *ctx,
 					struct lw_wait_fds *w)
 {
-	__u64 n = ctx->args[0] & 0xffffffffULL, word;
-	__u32 found = 0;
+	struct select_scan scan = {
+		.sets = { ctx->args[1], ctx->args[2], ctx->args[3] },
+		.n = ctx->args[0] & 0xffffffffULL,
+	};
+	__u64 bits;
 
-	if (n > LW_SELECT_WORDS * 64)
-		n = LW_SELECT_WORDS * 64;
-	for (__u32 i = 0; i < LW_SELECT_WORDS; i++) {
-		__u64 bits = 0, left = n - i * 64;
-
-		if (i * 64 >= n)
-			break;
-		for (int set = 1; set <= 3; set++) {
-			if (ctx->args[set] && !bpf_probe_read_user(&word, sizeof(word),
-					(void *)(ctx->args[set] + i * sizeof(word))))
-				bits |= word;
-		}
-		if (left < 64)
-			bits &= (1ULL << left) - 1;
-		w->nfds += bits__count(bits);
-		for (int j = 0; j < LW_WAIT_FDS && bits && found < LW_WAIT_FDS; j++) {
-			w->fds[found & (LW_WAIT_FDS - 1)] = (__s32)(i * 64 + lw_log2(bits & -bits));
-			found++;
-			bits &= bits - 1;
-		}
+	if (scan.n > LW_SELECT_WORDS * 64)
+		scan.n = LW_SELECT_WORDS * 64;
+	bpf_loop(LW_SELECT_WORDS, select__word, &scan, 0);
+	w->nfds = scan.nfds;
+	bits = scan.first_bits;
+	for (int i = 0; i < LW_WAIT_FDS && bits; i++) {
+		w->fds[i] = (__s32)((scan.first_word & (LW_SELECT_WORDS - 1)) * 64 +
+				    lw_log2(bits & -bits));
+		bits &= bits - 1;
 	}
 }
 

@@ -16,6 +16,13 @@
 # difference is that walk, derived below the table. Then the V8 walk, A/B on one
 # node process with the walk switched on and off (nodewalk.py).
 #
+# After the table, the cost of the home/nested decision per wait call, from
+# the kernel's own per-program counters (kernel.bpf_stats_enabled, set back
+# afterwards): the wait-call programs' run time per run, for loops whose
+# handlers make nested waits, under loopwatch and under loopwatch
+# --no-nested-waits (every wait ends an iteration, no decision). Wall-clock
+# rows on a shared host move by more than these tens of ns; the counters do not.
+#
 # A round during which anyone else had tracing BPF programs loaded (another
 # loopwatch, a test run) is discarded and run again: their programs run on
 # our syscalls too, so no column of that round measured what it says.
@@ -26,6 +33,8 @@
 #   --iters   syscalls per measurement of the syscall rows (default 1000000,
 #             env BENCH_ITERS); the other rows have fixed counts (*_CALLS)
 #   --cpu     CPU the workloads are pinned to (default: the last one)
+#   --stats-rounds  rounds of the bpf_stats section (default 5, env
+#             BENCH_STATS_ROUNDS; 0 leaves it out)
 #
 # Adding a row: write case__NAME (gets the column's name, prints ns per call,
 # runs pinned), add NAME to CASES, its label to CASE_LABEL and what it
@@ -39,6 +48,7 @@ LOOPWATCH=
 BIN=
 ROUNDS=${BENCH_ROUNDS:-7}
 ITERS=${BENCH_ITERS:-1000000}
+STATS_ROUNDS=${BENCH_STATS_ROUNDS:-5}
 NCPU=$(nproc)
 CPU=$((NCPU - 1))
 # retries of discarded rounds stop here, so a busy machine still ends the run
@@ -55,6 +65,7 @@ while [ $# -gt 0 ]; do
 	--rounds) ROUNDS=$2; shift 2 ;;
 	--iters) ITERS=$2; shift 2 ;;
 	--cpu) CPU=$2; shift 2 ;;
+	--stats-rounds) STATS_ROUNDS=$2; shift 2 ;;
 	*) echo "run.sh: unknown argument '$1'" >&2; exit 2 ;;
 	esac
 done
@@ -405,6 +416,73 @@ while [ "$clean_rounds" -lt "$ROUNDS" ]; do
 	fi
 done
 
+# ---- the home/nested decision, from the kernel's counters --------------------
+
+# syscost workloads, each run under both tracers; what each wait call is
+STATS_ITERS=200000
+STATS_CASES=(epoll0 ppoll0 nested-poll0 nested-epoll0 client-poll0)
+declare -A STATS_LABEL=(
+	[epoll0]="epoll loop: home epoll_wait(0)"
+	[ppoll0]="ppoll loop: home ppoll(2 fds, 0)"
+	[nested-poll0]="epoll loop, handler polls a pipe"
+	[nested-epoll0]="epoll loop, handler epoll_waits"
+	[client-poll0]="no loop: poll(one socket, 0)"
+)
+# the wait calls each makes per call, as "program:role"
+declare -A STATS_PROGS=(
+	[epoll0]="enter_epoll_wait:home exit_epoll_wait:home"
+	[ppoll0]="enter_ppoll:home exit_ppoll:home"
+	[nested-poll0]="enter_epoll_wait:home exit_epoll_wait:home enter_poll:nested exit_poll:nested"
+	[nested-epoll0]="enter_epoll_wait:home+nested exit_epoll_wait:home+nested"
+	[client-poll0]="enter_poll:call-style exit_poll:call-style"
+)
+STATS=$BIN/progstats.tsv
+printf 'round\tconfig\tcase\tprog\truns\tns\n' >"$STATS"
+
+# per program name: runs and run time, of our own programs, now
+stats__snapshot() {
+	"$PYTHON" "$HERE/progstats.py" "$OWN_IDS"
+}
+
+# one case under the running tracer: the counters' difference, as rows of $STATS
+stats__case() {
+	local round=$1 config=$2 c=$3 before=$BIN/stats.before
+
+	stats__snapshot >"$before"
+	pinned "$BIN/syscost" "$c" "$STATS_ITERS" >/dev/null || die "case $c failed"
+	stats__snapshot | awk -v r="$round" -v cfg="$config" -v c="$c" -v OFS='\t' '
+		NR == FNR { runs[$1] = $2; ns[$1] = $3; next }
+		$2 > runs[$1] { print r, cfg, c, $1, $2 - runs[$1], $3 - ns[$1] }' "$before" - \
+		>>"$STATS"
+}
+
+STATS_WAS=
+stats__restore() {
+	[ -z "$STATS_WAS" ] || sysctl -q kernel.bpf_stats_enabled="$STATS_WAS"
+	STATS_WAS=
+}
+
+if [ "$STATS_ROUNDS" -gt 0 ]; then
+	STATS_WAS=$(sysctl -n kernel.bpf_stats_enabled)
+	trap 'tracer__stop; stats__restore' EXIT
+	sysctl -q kernel.bpf_stats_enabled=1
+	for ((r = 1; r <= STATS_ROUNDS; r++)); do
+		printf 'bpf_stats round %d/%d:' "$r" "$STATS_ROUNDS" >&2
+		for config in loopwatch flat; do
+			printf ' %s' "$config" >&2
+			flags=()
+			[ "$config" = flat ] && flags=(--no-nested-waits)
+			tracer__start "$LOOPWATCH" --json -d "$TRACER_MAX_S" "${flags[@]}"
+			for c in "${STATS_CASES[@]}"; do
+				stats__case "$r" "$config" "$c"
+			done
+			tracer__stop
+		done
+		echo >&2
+	done
+	stats__restore
+fi
+
 # ---- report ------------------------------------------------------------------
 
 # with no clean round at all, report what there is rather than nothing
@@ -535,3 +613,54 @@ elif [ "$clean_rounds" -lt "$ROUNDS" ]; then
 	echo "warning: only $clean_rounds of $ROUNDS clean rounds fit in the time budget:" \
 		"medians of few rounds"
 fi
+
+# The decision's cost: ns per run of each wait-call program, median over the
+# rounds, with the decision (loopwatch) and without (--no-nested-waits). The
+# runs beyond what the case makes are other processes' wait calls on the same
+# programs, said as a share.
+stats__report() {
+	local c p prog role expected
+
+	[ "$STATS_ROUNDS" -gt 0 ] || return 0
+	echo
+	echo "The home/nested decision per wait call (kernel.bpf_stats: run_time_ns / run_cnt of"
+	echo "each wait-call program, median of $STATS_ROUNDS rounds of $STATS_ITERS calls;" \
+		"flat: --no-nested-waits):"
+	printf '%-34s | %-16s | %-12s | %8s | %8s | %8s | %7s\n' case program "wait is" \
+		"lw ns" "flat ns" "decision" foreign
+	printf '%-34s-+-%-16s-+-%-12s-+-%8s-+-%8s-+-%8s-+-%7s\n' | tr ' ' '-'
+	for c in "${STATS_CASES[@]}"; do
+		for p in ${STATS_PROGS[$c]}; do
+			prog=${p%%:*}
+			role=${p#*:}
+			# syscost warms up with a tenth more calls than it times
+			expected=$((STATS_ITERS * 11 / 10))
+			[ "$role" = home+nested ] && expected=$((2 * expected))
+			awk -F'\t' -v c="$c" -v p="$prog" -v role="$role" -v label="${STATS_LABEL[$c]}" \
+				-v want="$expected" '
+				function median(a, n,   i, j, t) {
+					for (i = 2; i <= n; i++)
+						for (j = i; j > 1 && a[j - 1] > a[j]; j--) {
+							t = a[j]; a[j] = a[j - 1]; a[j - 1] = t
+						}
+					return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+				}
+				NR > 1 && $3 == c && $4 == p {
+					if ($2 == "loopwatch")
+						lw[++nl] = $6 / $5
+					else
+						fa[++nf] = $6 / $5
+					foreign[++nfo] = $5 > want ? ($5 - want) / $5 : 0
+				}
+				END {
+					if (!nl || !nf) { printf "%-34s | %-16s | missing\n", label, p; exit }
+					a = median(lw, nl); b = median(fa, nf)
+					printf "%-34s | %-16s | %-12s | %8.1f | %8.1f | %+8.1f | %6.1f%%\n",
+						label, p, role, a, b, a - b, 100 * median(foreign, nfo)
+				}' "$STATS"
+		done
+	done
+	echo "samples: $STATS"
+}
+
+stats__report

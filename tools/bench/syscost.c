@@ -24,7 +24,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <poll.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <sys/eventfd.h>
 
 #define BATCH_CALLS 10000
@@ -202,6 +204,102 @@ static void loop_pingpong_block__calls(int epfd, long n)
 	}
 }
 
+/*
+ * Wait calls the home/nested decision sees: the loop's own wait, a wait made
+ * from a handler one call deeper (on a pipe, or on a second epoll fd), a
+ * glib-style ppoll loop, and a poll on one connected socket by a thread that
+ * is no loop (a socket timeout). All with a zero timeout: the decision's cost,
+ * not a sleep. The fds live here; setup returns the home epoll fd.
+ */
+static struct {
+	int pipe_rd;
+	int nested_ep;
+	int sock;
+} waits;
+
+static int waits__setup(void)
+{
+	int pipefd[2], sv[2];
+
+	if (pipe(pipefd) || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
+		return -1;
+	waits.pipe_rd = pipefd[0];
+	waits.sock = sv[0];
+	waits.nested_ep = epoll_create1(EPOLL_CLOEXEC);
+	return waits.nested_ep;
+}
+
+/* an epoll loop thread, with the fds its handler waits on */
+static int nested__setup(void)
+{
+	return waits__setup() < 0 ? -1 : loop__setup();
+}
+
+static __attribute__((noipa)) void handler__poll(void)
+{
+	struct pollfd pfd = { .fd = waits.pipe_rd, .events = POLLIN };
+
+	poll(&pfd, 1, 0);
+}
+
+static __attribute__((noipa)) void handler__epoll(void)
+{
+	struct epoll_event ev;
+
+	epoll_wait(waits.nested_ep, &ev, 1, 0);
+}
+
+/* one iteration: the home wait, then a nested poll from the handler */
+static void nested_poll__calls(int epfd, long n)
+{
+	struct epoll_event ev;
+
+	for (long i = 0; i < n; i++) {
+		epoll_wait(epfd, &ev, 1, 0);
+		handler__poll();
+	}
+}
+
+static void nested_epoll__calls(int epfd, long n)
+{
+	struct epoll_event ev;
+
+	for (long i = 0; i < n; i++) {
+		epoll_wait(epfd, &ev, 1, 0);
+		handler__epoll();
+	}
+}
+
+/* no epoll wait first: the ppoll is the thread's home */
+static int ppoll__setup(void)
+{
+	return waits__setup() < 0 ? -1 : waits.pipe_rd;
+}
+
+static void ppoll__calls(int fd, long n)
+{
+	struct pollfd pfds[2] = { { .fd = fd, .events = POLLIN },
+				  { .fd = waits.sock, .events = POLLIN } };
+	struct timespec zero = { 0 };
+
+	for (long i = 0; i < n; i++)
+		ppoll(pfds, 2, &zero, NULL);
+}
+
+/* never a loop thread: its only waits are call-style */
+static int client__setup(void)
+{
+	return waits__setup() < 0 ? -1 : waits.sock;
+}
+
+static void client_poll__calls(int sock, long n)
+{
+	struct pollfd pfd = { .fd = sock, .events = POLLIN };
+
+	for (long i = 0; i < n; i++)
+		poll(&pfd, 1, 0);
+}
+
 /* A chain of dependent multiply-adds: a fixed instruction count nothing folds. */
 static uint64_t work__spin(uint64_t x, int rounds)
 {
@@ -316,6 +414,18 @@ static const struct workload workloads[] = {
 	{ .name = "epoll0",
 	  .doc = "epoll_wait(epfd, .., 0) on a loop thread: one iteration per call",
 	  .setup = loop__setup, .calls = epoll_wait__calls, .batch_calls = BATCH_CALLS },
+	{ .name = "nested-poll0",
+	  .doc = "epoll_wait(home, .., 0), then poll(pipe, 1, 0) from a handler: a nested wait",
+	  .setup = nested__setup, .calls = nested_poll__calls, .batch_calls = BATCH_CALLS },
+	{ .name = "nested-epoll0",
+	  .doc = "epoll_wait(home, .., 0), then epoll_wait on a second epoll fd from a handler",
+	  .setup = nested__setup, .calls = nested_epoll__calls, .batch_calls = BATCH_CALLS },
+	{ .name = "ppoll0",
+	  .doc = "ppoll(2 fds, 0) on a ppoll loop thread (glib's shape): one iteration each",
+	  .setup = ppoll__setup, .calls = ppoll__calls, .batch_calls = BATCH_CALLS },
+	{ .name = "client-poll0",
+	  .doc = "poll(connected socket, 1, 0) on a thread that never becomes a loop thread",
+	  .setup = client__setup, .calls = client_poll__calls, .batch_calls = BATCH_CALLS },
 	{ .name = "loop-getppid",
 	  .doc = "getppid() on a thread that is a loop thread",
 	  .setup = loop__setup, .calls = getppid__calls, .batch_calls = BATCH_CALLS },
