@@ -479,12 +479,13 @@ def test_prom_probes_match_json_ground_truth(ctx):
 
 
 HOSTILE = r'''
-import ctypes, select, sys
+import ctypes, os, select, sys
 ctypes.CDLL(None).prctl(15, b'a"b\\c\xffd\xc3\xa9', 0, 0, 0)
 print("ready", flush=True)
 sys.stdin.readline()
+r, w = os.pipe()
 for _ in range(200):
-    select.select([], [], [], 0.001)
+    select.select([r], [], [], 0.001)
 '''
 
 

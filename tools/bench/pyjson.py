@@ -5,12 +5,13 @@ call.
 Usage: pyjson.py CALLS [--wait-probe]
 
 loopwatch attaches its built-in json.dumps probe to a process only after it
-has seen the process wait like a loop (one select() here) and rescanned its
+has seen the process wait like a loop (one select() on a pipe here) and rescanned its
 mappings, a second or two later. --wait-probe holds the timing back until a
 probe has fired in this process: its return probe's trampoline lives in the
 "[uprobes]" mapping the kernel adds on the first hit.
 """
 import json
+import os
 import select
 import sys
 import time
@@ -37,8 +38,9 @@ def wait_probe():
 
 def main():
     calls = int(sys.argv[1])
-    # a loop thread from here on: its busy period lasts to the end
-    select.select([], [], [], 0)
+    # a loop thread from here on: its busy period lasts to the end (a select on
+    # no fd would be a sleep, which makes no loop thread)
+    select.select([os.pipe()[0]], [], [], 0)
     if "--wait-probe" in sys.argv[2:] and not wait_probe():
         sys.exit("pyjson.py: no probe fired on json.dumps within %.0f s" % WAIT_PROBE_S)
     dumps, clock = json.dumps, time.perf_counter_ns
