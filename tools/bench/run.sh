@@ -306,17 +306,22 @@ tracer__cpu() {
 	fi
 }
 
+# The programs the tracer holds open, by their fds: another tracer started
+# meanwhile (someone's test run) is not counted as ours.
+tracer__own_ids() {
+	awk '$1 == "prog_id:" { print $2 }' /proc/"$TRACER_PID"/fdinfo/* 2>/dev/null | sort -u
+}
+
 # start a tracer in the background and wait until it says it is attached
 tracer__start() {
-	local before=$BIN/before.ids i
+	local i
 
-	prog__ids >"$before"
 	: >"$TRACER_ERR"
 	taskset -c "$(tracer__cpu)" "$@" >/dev/null 2>"$TRACER_ERR" &
 	TRACER_PID=$!
 	for ((i = 0; i < 200; i++)); do
 		if grep -qE '^[a-z]+: tracing ' "$TRACER_ERR"; then
-			prog__ids | comm -13 "$before" - >"$OWN_IDS"
+			tracer__own_ids >"$OWN_IDS"
 			return 0
 		fi
 		if ! kill -0 "$TRACER_PID" 2>/dev/null; then
