@@ -377,7 +377,8 @@ static void stuck__call(const struct lw_loop *l, __u64 now_ns, struct lw_block_e
 	b->arg0 = l->block.arg0;
 	b->sleeps = l->block.sleeps;
 	b->cap = l->block.cap;
-	memcpy(b->path, l->block.path, sizeof(b->path));
+	b->wait = l->block.wait;
+	b->fd = l->block.fd;
 	memcpy(b->comm, l->comm, LW_COMM_LEN);
 }
 
