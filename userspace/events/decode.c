@@ -296,7 +296,7 @@ static void peer__format(const struct lw_sock_peer *p, char *buf, size_t len)
 		 peer__protocol(p, proto, sizeof(proto)), addr, p->port, local);
 }
 
-static void fd_info__format(const struct lw_fd_info *fd, char *buf, size_t len)
+void fd_info__format(const struct lw_fd_info *fd, char *buf, size_t len)
 {
 	char name[LW_PATH_PART_LEN + 1];
 

@@ -21,6 +21,8 @@ void decoder__free(struct decoder *d);
 /* The report owns memory until *_report__free. */
 void decoder__stall(struct decoder *d, const struct lw_stall_event *e, struct stall_report *out);
 void decoder__block(struct decoder *d, const struct lw_block_event *e, struct block_report *out);
+/* What a blocking call's fd was, as BPF read it: a path, a socket's peer, a pipe. */
+void fd_info__format(const struct lw_fd_info *fd, char *buf, size_t len);
 void decoder__probe(struct decoder *d, const struct lw_probe_event *e, struct probe_report *out);
 /* A loop record whose iteration has lasted until now_ns (CLOCK_MONOTONIC), as a report. */
 void decoder__stuck(struct decoder *d, const struct lw_loop *l, __u64 now_ns,
