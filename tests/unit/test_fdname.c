@@ -44,35 +44,26 @@ static struct lw_fd_info unix_sock(const char *path, size_t len, int local)
 	return fd;
 }
 
+static void expect(struct lw_fd_info fd, const char *want)
+{
+	const char *got = name_of(&fd);
+
+	CHECK(!strcmp(got, want), "got '%s', want '%s'", got, want);
+}
+
 static void test_peers(void)
 {
-	struct lw_fd_info fd;
 	const char *got;
+	struct lw_fd_info fd;
 
-	fd = inet(AF_INET, IPPROTO_TCP, "10.0.0.5", 5432, 0);
-	got = name_of(&fd);
-	CHECK(!strcmp(got, "tcp 10.0.0.5:5432"), "%s", got);
-	fd = inet(AF_INET, IPPROTO_UDP, "127.0.0.53", 53, 0);
-	got = name_of(&fd);
-	CHECK(!strcmp(got, "udp 127.0.0.53:53"), "%s", got);
-	fd = inet(AF_INET6, IPPROTO_TCP, "::1", 8080, 0);
-	got = name_of(&fd);
-	CHECK(!strcmp(got, "tcp [::1]:8080"), "%s", got);
-	fd = inet(AF_INET, IPPROTO_TCP, "0.0.0.0", 8080, 1);
-	got = name_of(&fd);
-	CHECK(!strcmp(got, "tcp 0.0.0.0:8080 (local)"), "%s", got);
-	fd = inet(AF_INET, IPPROTO_ICMP, "10.0.0.1", 0, 0);
-	got = name_of(&fd);
-	CHECK(!strcmp(got, "ip proto 1 10.0.0.1:0"), "%s", got);
-	fd = unix_sock("/run/x.sock", 12, 0);
-	got = name_of(&fd);
-	CHECK(!strcmp(got, "unix /run/x.sock"), "%s", got);
-	fd = unix_sock("\0abstract", 9, 0);
-	got = name_of(&fd);
-	CHECK(!strcmp(got, "unix @abstract"), "%s", got);
-	fd = unix_sock("", 0, 1);
-	got = name_of(&fd);
-	CHECK(!strcmp(got, "unix"), "a socketpair: %s", got);
+	expect(inet(AF_INET, IPPROTO_TCP, "10.0.0.5", 5432, 0), "tcp 10.0.0.5:5432");
+	expect(inet(AF_INET, IPPROTO_UDP, "127.0.0.53", 53, 0), "udp 127.0.0.53:53");
+	expect(inet(AF_INET6, IPPROTO_TCP, "::1", 8080, 0), "tcp [::1]:8080");
+	expect(inet(AF_INET, IPPROTO_TCP, "0.0.0.0", 8080, 1), "tcp 0.0.0.0:8080 (local)");
+	expect(inet(AF_INET, IPPROTO_ICMP, "10.0.0.1", 0, 0), "ip proto 1 10.0.0.1:0");
+	expect(unix_sock("/run/x.sock", 12, 0), "unix /run/x.sock");
+	expect(unix_sock("\0abstract", 9, 0), "unix @abstract");
+	expect(unix_sock("", 0, 1), "unix");	/* a socketpair */
 	fd = unix_sock("/srv/a\x1b]0;x\a.sock", 17, 1);
 	got = name_of(&fd);
 	CHECK(!strchr(got, '\x1b') && !strchr(got, '\a') && strstr(got, "(local)"), "%s", got);
@@ -81,24 +72,20 @@ static void test_peers(void)
 static void test_files(void)
 {
 	struct lw_fd_info fd = { .kind = LW_FD_PIPE, .inode = 177844 };
-	const char *got = name_of(&fd);
 
-	CHECK(!strcmp(got, "pipe:[177844]"), "%s", got);
+	expect(fd, "pipe:[177844]");
 	memset(&fd, 0, sizeof(fd));
 	fd.kind = LW_FD_ANON;
 	strcpy(fd.path[0], "[eventpoll]");
-	got = name_of(&fd);
-	CHECK(!strcmp(got, "anon_inode:[eventpoll]"), "%s", got);
+	expect(fd, "anon_inode:[eventpoll]");
 	memset(&fd, 0, sizeof(fd));
 	fd.kind = LW_FD_FILE;
 	strcpy(fd.path[0], "x.dat");
 	strcpy(fd.path[1], "tmp");
 	strcpy(fd.path[2], "/");
-	got = name_of(&fd);
-	CHECK(!strcmp(got, "/tmp/x.dat"), "%s", got);
+	expect(fd, "/tmp/x.dat");
 	memset(&fd, 0, sizeof(fd));
-	got = name_of(&fd);
-	CHECK(!strcmp(got, ""), "no file: %s", got);
+	expect(fd, "");	/* no file at that number */
 }
 
 /* Anything a traced process or a stale record can put there: never unterminated or raw. */

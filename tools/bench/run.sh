@@ -423,23 +423,18 @@ done
 
 # ---- the home/nested decision, from the kernel's counters --------------------
 
-# syscost workloads, each run under both tracers; what each wait call is
+# syscost workloads, each run under both tracers: "label|program:role ...", the
+# wait-call programs each call runs and what the wait is
 STATS_ITERS=200000
 STATS_CASES=(epoll0 ppoll0 nested-poll0 nested-epoll0 client-poll0)
-declare -A STATS_LABEL=(
-	[epoll0]="epoll loop: home epoll_wait(0)"
-	[ppoll0]="ppoll loop: home ppoll(2 fds, 0)"
-	[nested-poll0]="epoll loop, handler polls a pipe"
-	[nested-epoll0]="epoll loop, handler epoll_waits"
-	[client-poll0]="no loop: poll(one socket, 0)"
-)
-# the wait calls each makes per call, as "program:role"
-declare -A STATS_PROGS=(
-	[epoll0]="enter_epoll_wait:home exit_epoll_wait:home"
-	[ppoll0]="enter_ppoll:home exit_ppoll:home"
-	[nested-poll0]="enter_epoll_wait:home exit_epoll_wait:home enter_poll:nested exit_poll:nested"
-	[nested-epoll0]="enter_epoll_wait:home+nested exit_epoll_wait:home+nested"
-	[client-poll0]="enter_poll:call-style exit_poll:call-style"
+declare -A STATS_CASE=(
+	[epoll0]="epoll loop: home epoll_wait(0)|enter_epoll_wait:home exit_epoll_wait:home"
+	[ppoll0]="ppoll loop: home ppoll(2 fds, 0)|enter_ppoll:home exit_ppoll:home"
+	[nested-poll0]="epoll loop, handler polls a pipe|enter_epoll_wait:home exit_epoll_wait:home
+		enter_poll:nested exit_poll:nested"
+	[nested-epoll0]="epoll loop, handler epoll_waits|enter_epoll_wait:home+nested
+		exit_epoll_wait:home+nested"
+	[client-poll0]="no loop: poll(one socket, 0)|enter_poll:call-style exit_poll:call-style"
 )
 STATS=$BIN/progstats.tsv
 printf 'round\tconfig\tcase\tprog\truns\tns\n' >"$STATS"
@@ -635,13 +630,13 @@ stats__report() {
 		"lw ns" "flat ns" "decision" foreign
 	printf '%-34s-+-%-16s-+-%-12s-+-%8s-+-%8s-+-%8s-+-%7s\n' | tr ' ' '-'
 	for c in "${STATS_CASES[@]}"; do
-		for p in ${STATS_PROGS[$c]}; do
+		for p in ${STATS_CASE[$c]#*|}; do
 			prog=${p%%:*}
 			role=${p#*:}
 			# syscost warms up with a tenth more calls than it times
 			expected=$((STATS_ITERS * 11 / 10))
 			[ "$role" = home+nested ] && expected=$((2 * expected))
-			awk -F'\t' -v c="$c" -v p="$prog" -v role="$role" -v label="${STATS_LABEL[$c]}" \
+			awk -F'\t' -v c="$c" -v p="$prog" -v role="$role" -v label="${STATS_CASE[$c]%%|*}" \
 				-v want="$expected" '
 				function median(a, n,   i, j, t) {
 					for (i = 2; i <= n; i++)
