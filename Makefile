@@ -10,7 +10,7 @@ ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 -Wall -Wextra -Werror -I$(OUT) -Ibpf -Iuserspace
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(OUT) -Ibpf -Wall -Werror
-LDLIBS := -lbpf -lelf -lz -lncursesw
+LDLIBS := -lbpf -ldw -lelf -lz -lncursesw -lstdc++
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
@@ -20,7 +20,9 @@ USER_SRCS := $(filter-out userspace/main.c,$(wildcard userspace/*.c userspace/*/
 USER_OBJS := $(patsubst userspace/%.c,$(OUT)/obj/%.o,$(USER_SRCS))
 USER_HDRS := $(wildcard userspace/*.h userspace/*/*.h)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(wildcard tests/unit/*.c))
-WORKLOADS := $(patsubst tests/workloads/%.c,$(OUT)/workloads/%,$(wildcard tests/workloads/*.c))
+FUZZERS := $(patsubst tests/fuzz/%.c,$(OUT)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
+WORKLOADS := $(patsubst tests/workloads/%.c,$(OUT)/workloads/%,$(wildcard tests/workloads/*.c)) \
+	$(OUT)/workloads/chainwork_split
 
 .PHONY: all run test bench clean deps test-deps
 
@@ -71,23 +73,45 @@ $(OUT)/tests/%: tests/unit/%.c tests/unit/*.h $(USER_OBJS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Itests/unit $< $(USER_OBJS) $(LDLIBS) -ldl -o $@
 
+# fuzz targets of the parsers of traced processes' data, with a small mutation driver
+$(OUT)/fuzz/%: tests/fuzz/%.c tests/fuzz/driver.c $(USER_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $< tests/fuzz/driver.c $(USER_OBJS) $(LDLIBS) -o $@
+
 # the JSON libraries the probe tests trace (test packages)
 $(OUT)/workloads/json_c: LDLIBS_WORKLOAD := -ljson-c
 $(OUT)/workloads/json_jansson: LDLIBS_WORKLOAD := -ljansson
 $(OUT)/workloads/json_cjson: LDLIBS_WORKLOAD := -lcjson
 
+# the unwinding tests: the same chain of calls without and with frame pointers
+$(OUT)/workloads/chainwork: CFLAGS_WORKLOAD := -O2 -fomit-frame-pointer
+$(OUT)/workloads/chainwork_fp: CFLAGS_WORKLOAD := -O2 -fno-omit-frame-pointer
+$(OUT)/workloads/jitwork: CFLAGS_WORKLOAD := -O2 -fomit-frame-pointer
+$(OUT)/workloads/chainwork_fp: tests/workloads/chainwork.c
+CFLAGS_WORKLOAD ?= -O1 -fno-omit-frame-pointer -fno-inline
+
+# chainwork as a stripped distribution binary may be: its CFI only in .debug_frame, that and
+# its symbols in a separate, compressed debug file found through .gnu_debuglink
+$(OUT)/workloads/chainwork_split: tests/workloads/chainwork.c tests/workloads/*.h | $(OUT)/.test-deps
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -g -O2 -fomit-frame-pointer -fno-asynchronous-unwind-tables -Wall -Wextra \
+		-Werror -Itests/workloads $< -o $@.full -lpthread
+	objcopy --only-keep-debug --compress-debug-sections=zlib $@.full $@.debug
+	objcopy --strip-all --add-gnu-debuglink=$@.debug $@.full $@
+	rm -f $@.full
+
 $(OUT)/workloads/%: tests/workloads/%.c tests/workloads/*.h | $(OUT)/.test-deps
 	@mkdir -p $(@D)
-	$(CC) -std=gnu11 -O1 -g -fno-omit-frame-pointer -fno-inline -Wall -Wextra -Werror \
+	$(CC) -std=gnu11 -g $(CFLAGS_WORKLOAD) -Wall -Wextra -Werror \
 		-Itests/workloads $< -o $@ -lpthread $(LDLIBS_WORKLOAD)
 
 run: $(OUT)/loopwatch
 	$(OUT)/loopwatch
 
-test: $(OUT)/loopwatch $(UNIT_TESTS) $(WORKLOADS) $(OUT)/.test-deps
+test: $(OUT)/loopwatch $(UNIT_TESTS) $(WORKLOADS) $(FUZZERS) $(OUT)/.test-deps
 	python3 tests/run.py --build $(OUT)
 
-bench: $(OUT)/loopwatch
+bench: $(OUT)/loopwatch $(OUT)/workloads/chainwork
 	$(MAKE) -C tools/bench OUT=$(abspath $(OUT))
 
 clean:

@@ -9,6 +9,7 @@
 #include "maps.bpf.h"
 #include "python.bpf.h"
 #include "v8.bpf.h"
+#include "unwind.bpf.h"
 
 static __always_inline void counter__inc(enum lw_counter which)
 {
@@ -148,8 +149,7 @@ static __always_inline void call__exit(struct lw_loop *l, __u64 now)
 static __always_inline void capture__take(void *ctx, struct lw_capture *cap, __u64 user_sp,
 					  int kskip)
 {
-	cap->stack.user = bpf_get_stackid(ctx, &stacks,
-					  BPF_F_USER_STACK | BPF_F_REUSE_STACKID);
+	cap->stack.user = unwind__user_stack();
 	cap->stack.kernel = kskip < 0 ? -1 :
 			    bpf_get_stackid(ctx, &stacks,
 					    (kskip & BPF_F_SKIP_FIELD_MASK) | BPF_F_REUSE_STACKID);

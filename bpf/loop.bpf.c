@@ -38,32 +38,7 @@ const volatile bool nested_waits = true;
 /* a select's sets are read up to fd 1023 (FD_SETSIZE) */
 #define LW_SELECT_WORDS 16
 
-static __always_inline bool comm__equal(const char *a, const volatile char *b)
-{
-	for (int i = 0; i < LW_COMM_LEN; i++) {
-		if (a[i] != b[i])
-			return false;
-		if (!a[i])
-			return true;
-	}
-	return true;
-}
-
-static __always_inline bool loop__wanted(struct task_struct *task, __u32 pid)
-{
-	char comm[LW_COMM_LEN];
-
-	if (pid == self_pid)
-		return false;
-	if (filter_pid && !bpf_map_lookup_elem(&pid_filter, &pid))
-		return false;
-	if (filter_comm) {
-		BPF_CORE_READ_STR_INTO(&comm, task, group_leader, comm);
-		if (!comm__equal(comm, comm_filter))
-			return false;
-	}
-	return true;
-}
+#include "filter.bpf.h"
 
 /*
  * Once per new loop thread: userspace reads the process's mappings while it
@@ -345,7 +320,7 @@ static __always_inline int wait__enter(const struct syscall_enter_ctx *ctx, __u3
 		l = NULL;
 	}
 	if (!l) {
-		if (!loop__wanted(task, pid))
+		if (!process__wanted(task, pid))
 			return 0;
 		if (nested_waits) {
 			wait__fds(ctx, kind, &fds);

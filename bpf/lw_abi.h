@@ -106,10 +106,10 @@ struct lw_new_loop_event {
 	__u32 pad;
 };
 
-/* ids in the "stacks" stack map; negative when the stack was not captured */
+/* ids of one capture's stacks */
 struct lw_stack_ref {
-	__s32 user;
-	__s32 kernel;
+	__u32 user;		/* id in "user_stacks" (bpf/lw_abi_unwind.h); 0: not captured */
+	__s32 kernel;		/* id in the "stacks" stack map; negative: not captured */
 	__u32 python;		/* id in "py_stacks" (bpf/lw_abi_python.h); 0: no Python stack */
 	__u32 v8;		/* id in "v8_stacks" (bpf/lw_abi_v8.h); 0: no JS frames */
 };

@@ -10,6 +10,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "iteration.bpf.h"
+#include "filter.bpf.h"
 
 /* a call older than this with no return seen was unwound past (longjmp) */
 #define LW_PROBE_STALE_NS (60ULL * 1000000000ULL)
@@ -49,8 +50,8 @@ struct {
 SEC("uprobe")
 int BPF_KPROBE(probe_entry)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	__u64 now = bpf_ktime_get_ns(), sp = PT_REGS_SP(ctx);
+	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns(), sp = PT_REGS_SP(ctx);
+	__u32 tid = (__u32)id;
 	struct probe_thread *t = bpf_map_lookup_elem(&probe_threads, &tid), fresh = {};
 
 	/*
@@ -62,6 +63,9 @@ int BPF_KPROBE(probe_entry)
 		t->depth++;
 		return 0;
 	}
+	/* probes fire in every process that maps the file: only watched ones count */
+	if (!process__wanted(bpf_get_current_task_btf(), id >> 32))
+		return 0;
 	fresh.start_ns = now;
 	fresh.sp = sp;
 	fresh.id = (__u32)bpf_get_attach_cookie(ctx);

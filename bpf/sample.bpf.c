@@ -25,8 +25,7 @@ int loop_sample(struct bpf_perf_event_data *ctx)
 		slot = bpf_get_prandom_u32() % (seen + 1);
 	if (slot >= LW_ITER_SAMPLES)
 		return 0;
-	l->iter.samples[slot].user =
-		bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK | BPF_F_REUSE_STACKID);
+	l->iter.samples[slot].user = unwind__user_stack();
 	l->iter.samples[slot].kernel = bpf_get_stackid(ctx, &stacks, BPF_F_REUSE_STACKID);
 	l->iter.samples[slot].python = python__capture();
 	l->iter.samples[slot].v8 = v8__capture();

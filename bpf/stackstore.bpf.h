@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Interpreter stacks (Python, V8) kept in an LRU hash by an id taken from
- * their hash, so identical stacks share one entry and a sample keeps only
- * the 32-bit id. The including file brings vmlinux.h first.
+ * Stacks (unwound user stacks, Python, V8) kept in an LRU hash by an id
+ * taken from their hash, so identical stacks share one entry and a sample
+ * keeps only the 32-bit id. The including file brings vmlinux.h first.
  */
 #ifndef LOOPWATCH_STACKSTORE_BPF_H
 #define LOOPWATCH_STACKSTORE_BPF_H

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Runs every loopwatch test: unit test binaries, then the end-to-end tests.
+"""Runs every loopwatch test: unit test binaries, the fuzz targets briefly, then the
+end-to-end tests.
 
 End-to-end tests live in tests/e2e/test_*.py; each top-level function named
 test_* gets a Context and fails by raising. They attach real BPF programs to
@@ -32,6 +33,28 @@ def unit_tests(build):
     if not os.path.isdir(d):
         return []
     return sorted(os.path.join(d, f) for f in os.listdir(d) if f.startswith("test_"))
+
+
+# each fuzz target's seeds ({build}: the build directory); a few seconds each in make test
+FUZZ_SECONDS = float(os.environ.get("FUZZ_SECONDS", "4"))
+FUZZ_SEEDS = {
+    "fuzz_cfi": ["{build}/workloads/chainwork", "{build}/workloads/chainwork_split",
+                 "{build}/workloads/chainwork_split.debug"],
+    "fuzz_perfmap": [os.path.join(HERE, "fuzz", "seeds", "perf.map")],
+    "fuzz_demangle": [os.path.join(HERE, "fuzz", "seeds", "name%d.txt" % i) for i in range(1, 6)],
+}
+
+
+def fuzz_targets(build):
+    d = os.path.join(build, "fuzz")
+    if not os.path.isdir(d):
+        return []
+    return sorted(os.path.join(d, f) for f in os.listdir(d) if f.startswith("fuzz_"))
+
+
+def fuzz_argv(build, path):
+    seeds = [p.format(build=build) for p in FUZZ_SEEDS.get(os.path.basename(path), [])]
+    return [path, str(FUZZ_SECONDS)] + seeds
 
 
 def e2e_tests(only):
@@ -70,6 +93,22 @@ def main():
         r = subprocess.run([path], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         ok = r.returncode == 0
         print("%s %s (%.1fs)" % ("PASS" if ok else "FAIL", name, time.time() - t0), flush=True)
+        if ok:
+            passed += 1
+        else:
+            print(r.stdout[-4000:])
+            failed.append(name)
+    for path in fuzz_targets(build):
+        name = "fuzz." + os.path.basename(path)
+        if args.only and not any(o in name for o in args.only):
+            continue
+        t0 = time.time()
+        r = subprocess.run(fuzz_argv(build, path), stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+        ok = r.returncode == 0
+        print("%s %s (%.1fs) %s" % ("PASS" if ok else "FAIL", name, time.time() - t0,
+                                    r.stdout.strip().splitlines()[-1] if ok and r.stdout else ""),
+              flush=True)
         if ok:
             passed += 1
         else:

@@ -206,6 +206,9 @@ static void collector_opts__from_options(struct collector_opts *copts, struct ru
 	copts->sample_hz = opts->sample_hz;
 	copts->no_nested_waits = opts->no_nested_waits;
 	copts->probe_threshold_ns = (__u64)(opts->probe_threshold_ms * 1e6);
+	/* a row and an eighth of a page-index entry (~10 rows per KiB of code), 8 bytes each */
+	copts->unwind_rows = ((size_t)opts->unwind_mb << 20) / (8 + 1);
+	copts->unwind_pages = copts->unwind_rows / 8;
 	copts->on_event = events__handle;
 	copts->ctx = &r->events;
 }
@@ -296,11 +299,22 @@ static void run__close(struct run *r)
 /* ------------------------------------------------------------------ */
 /* the main loop */
 
+/*
+ * The processes given with -p, set up whether they run a loop or not: their
+ * probed calls and stacks are reported (lag needs a loop).
+ */
+static void run__track_pids(struct run *r)
+{
+	for (int i = 0; i < r->opts.npids; i++)
+		tracker__new_loop(r->tracker, (__u32)r->opts.pids[i]);
+}
+
 /* Every process with a loop thread, set up (again, if its NEW_LOOP event was lost). */
 static void run__rescan(struct run *r)
 {
 	const struct model *m = r->model;
 
+	run__track_pids(r);
 	for (size_t i = 0; i < m->nthreads; i++) {
 		if (!m->threads[i]->exited)
 			tracker__new_loop(r->tracker, m->threads[i]->pid);
@@ -431,6 +445,7 @@ int main(int argc, char **argv)
 	preflight(&r.opts);
 	status = run__open(&r);
 	if (!status) {
+		run__track_pids(&r);
 		signal(SIGINT, signal__handle);
 		signal(SIGTERM, signal__handle);
 		signal(SIGUSR1, signal__handle);

@@ -58,6 +58,7 @@ enum {
 	OPT_PROM_MAX_SERIES,
 	OPT_PROM_MIN_ITERATIONS,
 	OPT_KUBELET_LOGS,
+	OPT_UNWIND_MB,
 };
 
 static const struct option long_options[] = {
@@ -93,6 +94,7 @@ static const struct option long_options[] = {
 	{ "folded-merge", no_argument, NULL, OPT_FOLDED_MERGE },
 	{ "trace", required_argument, NULL, OPT_TRACE },
 	{ "report", required_argument, NULL, OPT_REPORT },
+	{ "unwind-mb", required_argument, NULL, OPT_UNWIND_MB },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ "help", no_argument, NULL, 'h' },
@@ -121,6 +123,9 @@ static const char options_help[] =
 "      --stuck-after SECONDS  a loop inside one iteration this long is reported while\n"
 "                          it lasts, with its stacks so far (default 1; 0: never)\n"
 "      --stuck-every SECONDS  and again every SECONDS while it lasts (default 5)\n"
+"      --unwind-mb MB      kernel memory for the unwind tables that find the callers of\n"
+"                          code built without frame pointers (default 16; 0: frame\n"
+"                          pointers only, every frame past the leaf marked so)\n"
 "\n"
 "FILES (written at exit and on SIGUSR1, replaced atomically):\n"
 "      --folded FILE       folded stacks of stall time for flame graphs (flamegraph.pl,\n"
@@ -208,6 +213,20 @@ static int hz__parse(const char *arg)
 	/* above the kernel's default perf_event_max_sample_rate the samples get throttled */
 	if (errno || end == arg || *end || v < 1 || v > 10000)
 		usage__fail("invalid --sample-hz '%s': want 1..10000", arg);
+	return (int)v;
+}
+
+static int mb__parse(const char *arg, const char *what, long max)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (errno || end == arg || *end || v < 0 || v > max) {
+		fprintf(stderr, "loopwatch: invalid %s '%s': want 0..%ld MB\n", what, arg, max);
+		exit(2);
+	}
 	return (int)v;
 }
 
@@ -425,6 +444,9 @@ static void option__apply(struct options *opts, int key, char *arg)
 	case OPT_REPORT:
 		opts->report = path__check(arg, "--report");
 		break;
+	case OPT_UNWIND_MB:
+		opts->unwind_mb = mb__parse(arg, "--unwind-mb", 4096);
+		break;
 	case OPT_PROBE_THRESHOLD:
 		opts->probe_threshold_ms = ms__parse(arg, "--probe-threshold", 0.001, 600000);
 		break;
@@ -460,6 +482,7 @@ void options__parse(struct options *opts, int argc, char **argv)
 	opts->probe_threshold_ms = 1.0;
 	opts->stuck_after_s = 1.0;
 	opts->stuck_every_s = 5.0;
+	opts->unwind_mb = 16;
 	opterr = 0;
 	while ((key = getopt_long(argc, argv, ":p:i:d:qvh", long_options, NULL)) != -1) {
 		if (key == '?')

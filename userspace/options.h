@@ -35,6 +35,7 @@ struct options {
 	double block_threshold_ms;	/* a blocked syscall at or over this is a blocking call */
 	int sample_hz;		/* CPU samples per second inside busy periods */
 	bool no_nested_waits;	/* every wait call ends an iteration */
+	int unwind_mb;		/* kernel memory for unwind tables; 0: frame pointers only */
 
 	/* alerts on stalls */
 	double alert_ms;

@@ -4,11 +4,15 @@ import math
 import os
 import select
 import signal
+import shutil
 import socket
 import subprocess
 import tempfile
 import threading
 import time
+import urllib.request
+
+APPS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "apps")
 
 
 def nearest_rank(values, q):
@@ -26,9 +30,12 @@ def close_enough(got, want, rel=0.03, abs_=0.1):
 class Loopwatch:
     """loopwatch --json in the background; start() returns once BPF is attached."""
 
-    def __init__(self, ctx, *args, timeout=15, wrap=()):
-        """wrap: a command loopwatch runs under (e.g. in its own mount namespace)."""
-        self.cmd = list(wrap) + [ctx.loopwatch, "--json"] + [str(a) for a in args]
+    def __init__(self, ctx, *args, timeout=15, wrap=(), text=False):
+        """wrap: a command loopwatch runs under (e.g. in its own mount namespace); text:
+        its plain text output instead of JSON lines."""
+        self.text = text
+        self.cmd = list(wrap) + [ctx.loopwatch] + ([] if text else ["--json"]) + \
+            [str(a) for a in args]
         self.timeout = timeout
         self.proc = None
         self.stderr = ""
@@ -66,7 +73,8 @@ class Loopwatch:
         raise AssertionError("loopwatch did not attach: %r (cmd %s)" % (self.stderr, self.cmd))
 
     def stop(self, sig=None, timeout=60):
-        """Wait for exit (or send sig first); return the parsed JSON lines."""
+        """Wait for exit (or send sig first); return the parsed JSON lines (text: the
+        lines as printed)."""
         if sig is not None:
             self.proc.send_signal(sig)
         self.proc.wait(timeout=timeout)
@@ -75,6 +83,8 @@ class Loopwatch:
         self.stderr += "".join(self.err)
         assert self.proc.returncode == 0, "loopwatch exited %d: %s" % (
             self.proc.returncode, self.stderr[-2000:])
+        if self.text:
+            return [line.rstrip("\n") for line in self.out]
         return [json.loads(line) for line in self.out if line.strip()]
 
     def kill(self):
@@ -146,20 +156,21 @@ def load_truth(path):
 
 
 def serve_traced(ctx, argv, drive, *flags, seconds=5, system_wide=False, before=None,
-                 env=None, interrupt=False, with_stderr=False):
+                 env=None, interrupt=False, with_stderr=False, cwd=None, text=False):
     """Start a program that prints one number first (a server: its port), call
     before(number) if given, trace it (-p, or the whole machine), call drive(number)
     and stop (at the end of -d seconds, or at once with SIGINT when interrupt):
-    (pid, what drive returned, loopwatch's lines), plus its stderr when with_stderr."""
+    (pid, what drive returned, loopwatch's lines), plus its stderr when with_stderr.
+    cwd: where the program runs; text: loopwatch's plain text instead of JSON."""
     server = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True,
-                              env=dict(os.environ, **env) if env else None)
+                              env=dict(os.environ, **env) if env else None, cwd=cwd)
     lw = None
     try:
         port = int(server.stdout.readline())
         if before:
             before(port)
         target = () if system_wide else ("-p", server.pid)
-        lw = Loopwatch(ctx, *target, "-d", seconds, *flags).start()
+        lw = Loopwatch(ctx, *target, "-d", seconds, *flags, text=text).start()
         result = drive(port) if drive else None
         lines = lw.stop(signal.SIGINT if interrupt else None)
     finally:
@@ -285,3 +296,38 @@ class PrometheusServer:
                 self.proc.wait()
         import shutil
         shutil.rmtree(self.dir, ignore_errors=True)
+def user_funcs(frames):
+    """The names of a stack's frames below the kernel's, leaf first."""
+    return [f["func"] for f in frames if f["kind"] != "kernel"]
+
+
+def in_order(names, chain):
+    """Every name of chain (leaf first) appears in names, in that order."""
+    it = iter(names)
+    return all(any(n == c for n in it) for c in chain)
+
+
+def node_native(ctx, node_flags, routes, *flags, text=False):
+    """node_native.js under loopwatch -p: each route requested in turn, three times, only
+    once loopwatch is attached. (pid, node's own timings, loopwatch's lines; text: its
+    plain text)."""
+    d = tempfile.mkdtemp(prefix="loopwatch-node-")
+    argv = ["/usr/bin/node"] + list(node_flags) + [os.path.join(APPS_DIR, "node_native.js")]
+
+    def drive(port):
+        for _ in range(3):
+            for r in routes:
+                urllib.request.urlopen("http://127.0.0.1:%d/%s" % (port, r), timeout=30).read()
+        return json.loads(urllib.request.urlopen("http://127.0.0.1:%d/truth" % port).read())
+
+    pid = None
+    try:
+        # 5 ms: a route on a fast, idle machine still stalls
+        pid, truth, lines = serve_traced(ctx, argv, drive, "--threshold", 5, *flags, seconds=5,
+                                         cwd=d, text=text)
+        return pid, truth, lines
+    finally:
+        # node --perf-basic-prof leaves its map and an isolate log behind
+        shutil.rmtree(d, ignore_errors=True)
+        if pid and os.path.exists("/tmp/perf-%d.map" % pid):
+            os.unlink("/tmp/perf-%d.map" % pid)

@@ -3,11 +3,13 @@ programs' own timing, share of loop busy time, stalls that name the probe."""
 import glob
 import json
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 
-from lwtest import Loopwatch, Workload, load_truth, of_type, run_traced, tmpfile
+from lwtest import Loopwatch, Workload, load_truth, node_native, of_type, run_traced, tmpfile
 
 APPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "apps")
 CALLS = 10
@@ -157,6 +159,95 @@ def test_list_probes_says_where_and_what_is_unavailable(ctx):
         assert yajl == [l for l in yajl if "unavailable" in l] and yajl, yajl
     # Debian's python3.11 is stripped: its regex functions cannot be found, and say so
     assert any("unavailable" in l for l in lines), "nothing reported unavailable"
+    # each real file once per entry: not again as /lib/... or under a symlinked name
+    at = lambda l: [t for t in l.split() if "+0x" in t][0].split("+0x")
+    where = [(l[:36], os.stat(at(l)[0]).st_ino, at(l)[1]) for l in lines if "+0x" in l]
+    assert len(where) == len(set(where)), [w for w in where if where.count(w) > 1][:4]
+    assert not [l for l in lines if "/lib/x86_64-linux-gnu/" in l and "/usr/lib" not in l]
+    # found where no glob points: node's bundled OpenSSL and zlib
+    assert any(l.split()[0] == "PBKDF2" and "/usr/bin/node+0x" in l for l in lines), \
+        [l for l in lines if "PBKDF2" in l]
+
+
+def test_node_pbkdf2_sync_timed_by_the_builtin_probe(ctx):
+    """Node bundles OpenSSL: PKCS5_PBKDF2_HMAC is node's own symbol, and the PBKDF2 entry
+    finds it there. Each crypto.pbkdf2Sync is one call, as long as node's own timing."""
+    pid, truth, lines = node_native(ctx, [], ["login"])
+    s = summary(lines, pid, "PBKDF2")
+    wall = sum(t["wall"] for t in truth["login"])
+    cpu = sum(t["cpu"] for t in truth["login"])
+    assert s["calls"] == 3, s
+    # inside node's own timing of each call; at least the CPU it spent (other threads
+    # of node count in its CPU time too: a little slack)
+    assert 0.9 * cpu <= s["total_ms"] <= wall + 0.5, (s["total_ms"], truth["login"])
+
+
+def named_python(name):
+    """Debian's python3 run under another name (its comm): a symlink named so."""
+    d = tempfile.mkdtemp(prefix="loopwatch-comm-")
+    os.symlink("/usr/bin/python3.11", os.path.join(d, name))
+    return d, os.path.join(d, name)
+
+
+def test_filters_cover_every_probe_output(ctx):
+    """Probes fire in every process that maps the file: under -p and --comm no line, no
+    metric names another process calling json.dumps meanwhile (lwjsonB)."""
+    da, python_a = named_python("lwjsonA")
+    db, python_b = named_python("lwjsonB")
+    other = Workload([python_b, os.path.join(APPS, "batch_json.py"), tmpfile(), "0",
+                      "--forever"])
+    try:
+        other.go()
+        for target in (("-p", "PID"), ("--comm", "lwjsonA")):
+            prom = tmpfile(".prom")
+            out = tmpfile()
+            w = Workload([python_a, os.path.join(APPS, "probe_json.py"), out, str(CALLS)])
+            args = [a.replace("PID", str(w.pid)) for a in target]
+            lw = Loopwatch(ctx, *args, "-d", 60, "--prom-file", prom, "--prom-interval", 0.5)
+            try:
+                lw.start()
+                time.sleep(1.0)
+                w.go()
+                w.wait()
+                time.sleep(0.6)
+                lines = lw.stop(signal.SIGINT)
+            finally:
+                w.kill()
+                lw.kill()
+            load_truth(out)
+            with open(prom) as f:
+                metrics = f.read()
+            os.unlink(prom)
+            s = summary(lines, w.pid, "json.dumps")
+            assert s["calls"] == CALLS, (target, s)
+            others = [l for l in lines if l.get("pid", w.pid) != w.pid or
+                      l.get("comm", "lwjsonA") != "lwjsonA"]
+            assert not others, (target, others[:3])
+            assert "lwjsonA" in metrics and "lwjsonB" not in metrics, target
+    finally:
+        other.kill()
+        shutil.rmtree(da, ignore_errors=True)
+        shutil.rmtree(db, ignore_errors=True)
+
+
+def test_non_loop_process_given_with_p(ctx):
+    """A batch job with no event loop, named with -p: probed all the same, every
+    json.dumps counted, each slow call with its stack (to _start); no loop rows."""
+    out = tmpfile()
+    pid, lines = run_traced(ctx, ["/usr/bin/python3", os.path.join(APPS, "batch_json.py"), out,
+                                  "12"])
+    truth = load_truth(out)
+    s = summary(lines, pid, "json.dumps")
+    wall, cpu = sum(truth["dumps_s"]) * 1000, sum(truth["dumps_cpu_s"]) * 1000
+    # each probed call lies inside the program's own timing and took at least its CPU
+    assert s["calls"] == 12 and 0.97 * cpu <= s["total_ms"] <= wall + 0.5, (s, wall, cpu)
+    assert s["busy_ms"] == 0, s
+    calls = of_type(lines, "probe_call", pid=pid)
+    assert len(calls) == sum(1 for t in truth["dumps_s"] if t >= 0.0011) or len(calls) == 12
+    assert calls and all(c["stack"][-1]["func"] == "_start" and
+                         any(f["func"] == "dumps" for f in c["stack"]) for c in calls), \
+        [[f["func"] for f in c["stack"]] for c in calls][:2]
+    assert not of_type(lines, "summary", pid=pid), "a batch job is no loop"
 
 
 def test_process_exiting_while_probed(ctx):

@@ -5,7 +5,11 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/epoll.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <time.h>
+#include <unistd.h>
 
 static inline uint64_t now_ns(void)
 {
@@ -40,6 +44,77 @@ static inline void pin(int cpu)
 	sched_setaffinity(0, sizeof(set), &set);
 }
 #endif
+
+/* CLOCK_REALTIME seconds: when an iteration began, as loopwatch's JSON dates a stall. */
+static inline double wall_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Our pid on stdout; with wait, a line on stdin before going on (the tracer attaches). */
+static inline int go__await(int wait)
+{
+	char line[16];
+
+	printf("%d\n", getpid());
+	fflush(stdout);
+	return wait && !fgets(line, sizeof(line), stdin) ? -1 : 0;
+}
+
+/* An epoll fd over a timerfd (*tfd) that fires every interval_ns: an iteration a tick. */
+static inline int ticker__open(long interval_ns, int *tfd)
+{
+	struct itimerspec its = { .it_interval.tv_nsec = interval_ns,
+				  .it_value.tv_nsec = interval_ns };
+	struct epoll_event ev = { .events = EPOLLIN };
+	int ep = epoll_create1(0);
+
+	*tfd = timerfd_create(CLOCK_MONOTONIC, 0);
+	epoll_ctl(ep, EPOLL_CTL_ADD, *tfd, &ev);
+	timerfd_settime(*tfd, 0, &its, NULL);
+	return ep;
+}
+
+/* Wait for the next tick: an iteration begins. Its start, monotonic ns and wall seconds. */
+static inline uint64_t ticker__next(int ep, int tfd, double *start_wall)
+{
+	struct epoll_event out[4];
+	uint64_t expirations, t0;
+
+	epoll_wait(ep, out, 4, -1);
+	t0 = now_ns();
+	*start_wall = wall_now();
+	if (read(tfd, &expirations, sizeof(expirations)) < 0)
+		return 0;
+	return t0;
+}
+
+/* One iteration as the workload saw it: what it did, when it began, how long it was busy. */
+struct iter_record {
+	const char *label;
+	double start_wall;
+	uint64_t busy_ns;
+};
+
+/* {"pid":..,"tid":..<extra>,"records":[{"<key>":label,"start":..,"busy_ns":..},..]} */
+static inline int iter_records__write(const char *path, const char *key, const char *extra,
+				      const struct iter_record *v, int n)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return -1;
+	fprintf(f, "{\"pid\":%d,\"tid\":%ld%s,\"records\":[", getpid(), syscall(SYS_gettid),
+		extra);
+	for (int i = 0; i < n; i++)
+		fprintf(f, "%s{\"%s\":\"%s\",\"start\":%.6f,\"busy_ns\":%llu}", i ? "," : "",
+			key, v[i].label, v[i].start_wall, (unsigned long long)v[i].busy_ns);
+	fprintf(f, "]}\n");
+	return fclose(f);
+}
 
 /* Deterministic xorshift: the same seed gives the same stall pattern. */
 static inline uint32_t rng_next(uint32_t *s)

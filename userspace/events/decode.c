@@ -54,19 +54,25 @@ void decoder__free(struct decoder *d)
 static void stack__resolve(struct decoder *d, __u32 pid, struct lw_stack_ref ref,
 			   const __u64 *words, struct stack_report *out)
 {
-	uint64_t kips[LW_STACK_DEPTH], uips[LW_STACK_DEPTH];
+	uint64_t kips[LW_STACK_DEPTH];
+	struct lw_user_stack user;
 	struct lw_py_stack py;
 	struct lw_v8_stack *js = malloc(sizeof(*js));
 	struct raw_stack raw = {
 		.kernel = kips,
 		.nkernel = collector__read_stack(d->c, ref.kernel, kips, LW_STACK_DEPTH),
-		.user = uips,
-		.nuser = collector__read_stack(d->c, ref.user, uips, LW_STACK_DEPTH),
 		.words = (const uint64_t *)words,
 		.nwords = words ? LW_STACK_WORDS : 0,
 		.python = collector__read_py_stack(d->c, ref.python, &py) ? &py : NULL,
 		.v8 = js && collector__read_v8_stack(d->c, ref.v8, js) ? js : NULL,
 	};
+
+	if (collector__read_user_stack(d->c, ref.user, &user)) {
+		raw.user = (const uint64_t *)user.pcs;
+		raw.nuser = (int)user.nframes;
+		raw.user_fp = user.fp_mask;
+		raw.user_stop = (int)user.stop;
+	}
 
 	out->nframes = symbols__stack(d->syms, (int)pid, &raw, &out->frames);
 	free(js);

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <unistd.h>
 #include <linux/perf_event.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -22,6 +23,11 @@ struct collector {
 	void *ctx;
 	struct lw_loop *buf;	/* one record: too large for the stack */
 	__u32 *keys;
+	/* the unwind tables, written through mmap: a file's rows at once */
+	struct lw_uw_row *uw_rows;
+	size_t nuw_rows;
+	struct lw_uw_page *uw_pages;
+	size_t nuw_pages;
 };
 
 static bool libbpf_verbose;
@@ -98,6 +104,34 @@ static int collector__attach_sampling(struct collector *c, int hz)
 	return 0;
 }
 
+/* An mmapable array map's memory; NULL (errno set) on failure. */
+static void *map__mmap(struct bpf_map *map, size_t bytes)
+{
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(map), 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* Sized before load: the tables are preallocated, bounded by the options. */
+static int collector__size_unwind(struct collector *c, const struct collector_opts *opts)
+{
+	c->nuw_rows = opts->unwind_rows && opts->unwind_pages ? opts->unwind_rows : 0;
+	c->nuw_pages = c->nuw_rows ? opts->unwind_pages : 0;
+	if (bpf_map__set_max_entries(c->skel->maps.uw_rows, c->nuw_rows ? c->nuw_rows : 1) ||
+	    bpf_map__set_max_entries(c->skel->maps.uw_pages, c->nuw_pages ? c->nuw_pages : 1))
+		return -EINVAL;
+	return 0;
+}
+
+static int collector__map_unwind(struct collector *c)
+{
+	if (!c->nuw_rows)
+		return 0;
+	c->uw_rows = map__mmap(c->skel->maps.uw_rows, c->nuw_rows * sizeof(*c->uw_rows));
+	c->uw_pages = map__mmap(c->skel->maps.uw_pages, c->nuw_pages * sizeof(*c->uw_pages));
+	return c->uw_rows && c->uw_pages ? 0 : -errno;
+}
+
 struct collector *collector__open(const struct collector_opts *opts, char *err, size_t errlen)
 {
 	struct collector *c;
@@ -144,12 +178,21 @@ struct collector *collector__open(const struct collector_opts *opts, char *err, 
 		c->skel->rodata->filter_comm = true;
 		strncpy((char *)c->skel->rodata->comm_filter, opts->comm, LW_COMM_LEN - 1);
 	}
+	if (collector__size_unwind(c, opts)) {
+		snprintf(err, errlen, "cannot size the unwind tables");
+		goto fail;
+	}
 
 	/* Load & verify BPF programs */
 	ret = loopwatch_bpf__load(c->skel);
 	if (ret) {
 		snprintf(err, errlen, "cannot load BPF programs: %s (run with -v for details)",
 			 strerror(-ret));
+		goto fail;
+	}
+	ret = collector__map_unwind(c);
+	if (ret) {
+		snprintf(err, errlen, "cannot map the unwind tables: %s", strerror(-ret));
 		goto fail;
 	}
 	ret = collector__fill_filters(c, opts);
@@ -193,6 +236,10 @@ void collector__destroy(struct collector *c)
 	for (int i = 0; i < c->nsample_links; i++)
 		bpf_link__destroy(c->sample_links[i]);
 	free(c->sample_links);
+	if (c->uw_rows)
+		munmap(c->uw_rows, c->nuw_rows * sizeof(*c->uw_rows));
+	if (c->uw_pages)
+		munmap(c->uw_pages, c->nuw_pages * sizeof(*c->uw_pages));
 	loopwatch_bpf__destroy(c->skel);
 	free(c->keys);
 	free(c->buf);
@@ -233,6 +280,55 @@ int collector__read_stack(struct collector *c, __s32 id, uint64_t *ips, int max)
 		n++;
 	}
 	return n;
+}
+
+bool collector__read_user_stack(struct collector *c, __u32 id, struct lw_user_stack *st)
+{
+	if (!id || bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.user_stacks), &id, st))
+		return false;
+	if (st->nframes > LW_UW_MAX_FRAMES)
+		st->nframes = LW_UW_MAX_FRAMES;
+	return true;
+}
+
+void collector__unwind_capacity(const struct collector *c, size_t *rows, size_t *pages)
+{
+	*rows = c->uw_rows ? c->nuw_rows : 0;
+	*pages = c->uw_pages ? c->nuw_pages : 0;
+}
+
+int collector__write_unwind_rows(struct collector *c, size_t at, const struct lw_uw_row *rows,
+				 size_t n)
+{
+	if (!c->uw_rows || at > c->nuw_rows || n > c->nuw_rows - at)
+		return -ERANGE;
+	memcpy(c->uw_rows + at, rows, n * sizeof(*rows));
+	return 0;
+}
+
+int collector__write_unwind_pages(struct collector *c, size_t at, const struct lw_uw_page *pages,
+				  size_t n)
+{
+	if (!c->uw_pages || at > c->nuw_pages || n > c->nuw_pages - at)
+		return -ERANGE;
+	memcpy(c->uw_pages + at, pages, n * sizeof(*pages));
+	return 0;
+}
+
+int collector__set_unwind(struct collector *c, __u32 pid, __u32 slot,
+			  const struct lw_uw_proc *proc)
+{
+	int slots = bpf_map__fd(c->skel->maps.uw_slots);
+
+	if (!proc)
+		return bpf_map_delete_elem(slots, &pid) && errno != ENOENT ? -errno : 0;
+	if (slot >= LW_UW_MAX_PROCS)
+		return -ERANGE;
+	/* the table first: the pid must never lead to a half-written one */
+	if (bpf_map_update_elem(bpf_map__fd(c->skel->maps.uw_procs), &slot, proc, BPF_ANY) ||
+	    bpf_map_update_elem(slots, &pid, &slot, BPF_ANY))
+		return -errno;
+	return 0;
 }
 
 bool collector__read_py_stack(struct collector *c, __u32 id, struct lw_py_stack *st)

@@ -12,6 +12,7 @@
 #include "lib/lwtypes.h"
 #include "lw_abi_python.h"
 #include "lw_abi_v8.h"
+#include "lw_abi_unwind.h"
 
 typedef void (*loop_fn)(const struct lw_loop *loop, void *ctx);
 /* a stall or blocking-call event from the ring buffer (struct lw_*_event) */
@@ -28,6 +29,9 @@ struct collector_opts {
 	int sample_hz;		/* 0: no CPU sampling */
 	bool no_nested_waits;	/* every wait call ends an iteration */
 	__u64 probe_threshold_ns;
+	/* unwind table capacity, in rows (and page-index entries); 0: frame pointers only */
+	size_t unwind_rows;
+	size_t unwind_pages;
 	event_fn on_event;
 	void *ctx;
 };
@@ -48,8 +52,20 @@ int collector__consume(struct collector *c);
  */
 struct bpf_link *collector__attach_probe(struct collector *c, const char *path, uint64_t off,
 					 __u32 cookie, bool retprobe);
-/* Stack ips by id from the kernel's stack map; returns the depth, 0 if gone. */
+/* Kernel stack ips by id from the kernel's stack map; returns the depth, 0 if gone. */
 int collector__read_stack(struct collector *c, __s32 id, uint64_t *ips, int max);
+/* An unwound user stack by id from "user_stacks"; false if gone (or id 0). */
+bool collector__read_user_stack(struct collector *c, __u32 id, struct lw_user_stack *st);
+/* What the unwind tables hold, in rows and page-index entries (0: none). */
+void collector__unwind_capacity(const struct collector *c, size_t *rows, size_t *pages);
+/* n rows at row index at, n page-index entries at index at; -ERANGE outside. */
+int collector__write_unwind_rows(struct collector *c, size_t at, const struct lw_uw_row *rows,
+				 size_t n);
+int collector__write_unwind_pages(struct collector *c, size_t at, const struct lw_uw_page *pages,
+				  size_t n);
+/* Unwind pid with the mapping table in slot (< LW_UW_MAX_PROCS); NULL proc: no more. */
+int collector__set_unwind(struct collector *c, __u32 pid, __u32 slot,
+			  const struct lw_uw_proc *proc);
 /* A Python stack by id from "py_stacks"; false if gone (or id 0). */
 bool collector__read_py_stack(struct collector *c, __u32 id, struct lw_py_stack *st);
 /* Walk pid's Python frames with cfg from now on; NULL cfg: no more. */

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* The two clocks: CLOCK_MONOTONIC is bpf_ktime_get_ns()'s, CLOCK_REALTIME the user's. */
+/*
+ * The two clocks: CLOCK_MONOTONIC is bpf_ktime_get_ns()'s, CLOCK_REALTIME the
+ * user's; and the calling thread's CPU time, for what loopwatch's own work costs.
+ */
 #ifndef LOOPWATCH_LIB_CLOCK_H
 #define LOOPWATCH_LIB_CLOCK_H
 
@@ -24,6 +27,14 @@ static inline double clock__wall(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static inline double clock__thread_cpu(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 

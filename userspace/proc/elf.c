@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 #include "proc/elf.h"
 
 /* a file with more program headers than this is not one anybody runs */
@@ -247,25 +248,35 @@ int elf__tls(const struct elf_handle *h, uint64_t *vaddr, uint64_t *memsz, uint6
  * was linked: bias = start - offset - (p_vaddr - p_offset). 0 for a non-PIE
  * executable, the load base for a shared library.
  */
-int elf__bias(const struct elf_handle *h, uint64_t map_start, uint64_t map_offset,
-	      uint64_t *bias)
+int elf_segments__bias(const struct elf_segment *segs, size_t n, uint64_t map_start,
+		       uint64_t map_offset, uint64_t *bias)
 {
-	size_t nph, i = 0;
-	GElf_Phdr ph;
+	for (size_t i = 0; i < n; i++) {
+		const struct elf_segment *s = &segs[i];
 
-	if (elf_getphdrnum(h->elf, &nph))
-		return -ENOEXEC;
-	while (load__next(h->elf, &i, nph, &ph)) {
-		if (map_offset < (ph.p_offset & ~0xfffull) ||
-		    map_offset >= ph.p_offset + ph.p_filesz)
+		if (map_offset < (s->offset & ~0xfffull) || map_offset >= s->offset + s->filesz)
 			continue;
-		*bias = map_start - map_offset - (ph.p_vaddr - ph.p_offset);
+		*bias = map_start - map_offset - (s->vaddr - s->offset);
 		return 0;
 	}
 	return -ENOENT;
 }
 
-int elf__debug_path(const struct elf_handle *h, char *buf, size_t len)
+int elf__bias(const struct elf_handle *h, uint64_t map_start, uint64_t map_offset,
+	      uint64_t *bias)
+{
+	struct elf_segment *segs;
+	size_t n;
+	int err = elf__loads(h, &segs, &n);
+
+	if (err)
+		return err;
+	err = elf_segments__bias(segs, n, map_start, map_offset, bias);
+	free(segs);
+	return err;
+}
+
+int elf__build_id(const struct elf_handle *h, unsigned char *id, size_t max)
 {
 	Elf_Scn *scn = NULL;
 
@@ -279,20 +290,97 @@ int elf__debug_path(const struct elf_handle *h, char *buf, size_t len)
 			continue;
 		data = elf_getdata(scn, NULL);
 		while (data && (off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
-			const unsigned char *id = (const unsigned char *)data->d_buf + desc_off;
-			size_t used;
-
-			if (nh.n_type != NT_GNU_BUILD_ID || nh.n_descsz < 2 || nh.n_descsz > 64)
+			if (nh.n_type != NT_GNU_BUILD_ID || nh.n_descsz < 2 || nh.n_descsz > 64 ||
+			    desc_off > data->d_size || nh.n_descsz > data->d_size - desc_off)
 				continue;
-			used = (size_t)snprintf(buf, len, "/usr/lib/debug/.build-id/%02x/", id[0]);
-			for (size_t i = 1; i < nh.n_descsz && used < len; i++)
-				used += (size_t)snprintf(buf + used, len - used, "%02x", id[i]);
-			if (used < len)
-				snprintf(buf + used, len - used, ".debug");
-			return 0;
+			memcpy(id, (const unsigned char *)data->d_buf + desc_off,
+			       nh.n_descsz < max ? nh.n_descsz : max);
+			return (int)nh.n_descsz;
 		}
 	}
 	return -ENOENT;
+}
+
+int elf__debug_path(const struct elf_handle *h, char *buf, size_t len)
+{
+	unsigned char id[64];
+	int n = elf__build_id(h, id, sizeof(id));
+	size_t used;
+
+	if (n < 2 || !len)
+		return -ENOENT;
+	used = (size_t)snprintf(buf, len, "/usr/lib/debug/.build-id/%02x/", id[0]);
+	for (int i = 1; i < n && used < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, "%02x", id[i]);
+	if (used < len)
+		snprintf(buf + used, len - used, ".debug");
+	return used < len ? 0 : -ENAMETOOLONG;
+}
+
+int elf__section(const struct elf_handle *h, const char *name, struct elf_section *out)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(h->elf, &shstrndx))
+		return -ENOENT;
+	while ((scn = elf_nextscn(h->elf, scn))) {
+		const char *n;
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh) || !(n = elf_strptr(h->elf, shstrndx, sh.sh_name)) ||
+		    strcmp(n, name))
+			continue;
+		if (sh.sh_type == SHT_NOBITS || !sh.sh_size)
+			return -ENOENT;
+		/* libelf inflates it in memory; the file is not touched */
+		if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0)
+			return -EIO;
+		out->data = elf_getdata(scn, NULL);
+		if (!out->data || !out->data->d_buf || !out->data->d_size)
+			return -EIO;
+		out->addr = sh.sh_addr;
+		out->size = sh.sh_size;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+int elf__debuglink(const struct elf_handle *h, char *name, size_t len, uint32_t *crc)
+{
+	struct elf_section sec;
+	const char *p;
+	size_t n, at;
+
+	if (elf__section(h, ".gnu_debuglink", &sec))
+		return -ENOENT;
+	/* the name, NUL-padded to 4 bytes, then the CRC-32 */
+	p = sec.data->d_buf;
+	n = strnlen(p, sec.data->d_size);
+	at = (n + 4) & ~(size_t)3;
+	if (!n || n >= len || at + 4 > sec.data->d_size || memchr(p, '/', n))
+		return -ENOENT;
+	memcpy(name, p, n);
+	name[n] = '\0';
+	memcpy(crc, p + at, sizeof(*crc));
+	return 0;
+}
+
+int elf__crc32(const struct elf_handle *h, uint32_t *crc)
+{
+	size_t size, chunk;
+	char *raw = elf_rawfile(h->elf, &size);
+	uLong c = crc32(0L, Z_NULL, 0);
+
+	if (!raw)
+		return -EIO;
+	/* zlib takes lengths in uInt */
+	for (size_t off = 0; off < size; off += chunk) {
+		chunk = size - off < (1u << 30) ? size - off : (1u << 30);
+		c = crc32(c, (const Bytef *)raw + off, (uInt)chunk);
+	}
+	*crc = (uint32_t)c;
+	return 0;
 }
 
 int elf__relas(const struct elf_handle *h, GElf_Rela **out, size_t *nout)

@@ -70,8 +70,30 @@ int elf__tls(const struct elf_handle *h, uint64_t *vaddr, uint64_t *memsz, uint6
  */
 int elf__bias(const struct elf_handle *h, uint64_t map_start, uint64_t map_offset,
 	      uint64_t *bias);
+/* The same from the PT_LOAD segments alone (elf__loads), without the file. */
+int elf_segments__bias(const struct elf_segment *segs, size_t n, uint64_t map_start,
+		       uint64_t map_offset, uint64_t *bias);
 /* The separate debug file by build-id (/usr/lib/debug/.build-id/ab/cdef….debug); -ENOENT */
 int elf__debug_path(const struct elf_handle *h, char *buf, size_t len);
+/* The GNU build-id: its length (at most max bytes copied to id), or -ENOENT. */
+int elf__build_id(const struct elf_handle *h, unsigned char *id, size_t max);
+/* .gnu_debuglink: the debug file's base name and the CRC-32 of its bytes; -ENOENT */
+int elf__debuglink(const struct elf_handle *h, char *name, size_t len, uint32_t *crc);
+/* The CRC-32 of the whole file (as .gnu_debuglink holds it); -errno */
+int elf__crc32(const struct elf_handle *h, uint32_t *crc);
+
+struct elf_section {
+	Elf_Data *data;		/* d_buf/d_size: the bytes, decompressed (SHF_COMPRESSED) */
+	uint64_t addr;		/* sh_addr: its link-time address, 0 when not loaded */
+	uint64_t size;		/* sh_size as the file says (compressed sections: less) */
+};
+
+/*
+ * The first section called name: its bytes, decompressed when the file
+ * compresses them (debug files do); -ENOENT when absent or empty, -EIO when
+ * unreadable. The bytes live as long as the handle.
+ */
+int elf__section(const struct elf_handle *h, const char *name, struct elf_section *out);
 /* The RELA relocations of every SHT_RELA section (malloc'ed); -errno. */
 int elf__relas(const struct elf_handle *h, GElf_Rela **out, size_t *n);
 /* Link-time addresses of up to max NUL-terminated copies of s in non-exec loads. */

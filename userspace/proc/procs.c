@@ -319,6 +319,27 @@ bool proc__read(struct proc *p, uint64_t addr, void *buf, size_t len)
 	return r == (ssize_t)len;
 }
 
+void *proc__read_image(struct proc *p, const struct proc_mapping *m, size_t max, size_t *len,
+		       uint64_t *hash)
+{
+	size_t n = m->end - m->start < max ? m->end - m->start : max;
+	unsigned char *image = n ? malloc(n) : NULL;
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	if (!image || !proc__read(p, m->start, image, n)) {
+		free(image);
+		return NULL;
+	}
+	/* FNV-1a */
+	for (size_t i = 0; i < n; i++) {
+		h ^= image[i];
+		h *= 0x100000001b3ull;
+	}
+	*len = n;
+	*hash = h;
+	return image;
+}
+
 int fd__reopen_regular(int pfd, struct stat *st)
 {
 	char self[64];
@@ -414,6 +435,41 @@ int proc__open_mapping(struct proc *p, const struct proc_mapping *m, struct stat
 		}
 	}
 	return fd;
+}
+
+/* The pid in the process's own pid namespace: the last number of NSpid in its status. */
+static int proc__ns_pid(struct proc *p)
+{
+	char path[64], *text, *line, *end;
+	size_t len;
+	long v = p->pid;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", p->pid);
+	text = file__read_all(path, 1 << 16, &len);
+	if (!text)
+		return p->pid;
+	line = strstr(text, "\nNSpid:");
+	if (line) {
+		line += 7;
+		for (;;) {
+			long n = strtol(line, &end, 10);
+
+			if (end == line || n <= 0)
+				break;
+			v = n;
+			line = end;
+		}
+	}
+	free(text);
+	return v > 0 && v <= INT32_MAX ? (int)v : p->pid;
+}
+
+int proc__open_perf_map(struct proc *p, struct stat *st)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", proc__ns_pid(p));
+	return proc__open_path(p, path, st);
 }
 
 bool proc__comm(struct proc *p, int tid, char *buf, size_t len)

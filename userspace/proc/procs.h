@@ -47,6 +47,13 @@ const struct proc_maps *proc__maps(struct proc *p, bool refresh);
 /* len bytes of the target's memory at addr; false unless all were read */
 bool proc__read(struct proc *p, uint64_t addr, void *buf, size_t len);
 /*
+ * The image of a mapping with no file behind it (the vDSO), copied out of
+ * the target: malloc'ed, its first max bytes at most (*len), and a hash of
+ * them (*hash: the same in every process that maps the same image); NULL.
+ */
+void *proc__read_image(struct proc *p, const struct proc_mapping *m, size_t max, size_t *len,
+		       uint64_t *hash);
+/*
  * A readable fd of the file behind a mapping (only a regular file: a FIFO or
  * a device could block or have side effects), opened inside the target's
  * root and checked to be the very inode mapped; -1 if there is none.
@@ -54,6 +61,12 @@ bool proc__read(struct proc *p, uint64_t addr, void *buf, size_t len);
 int proc__open_mapping(struct proc *p, const struct proc_mapping *m, struct stat *st);
 /* A regular file by the path the target sees, inside its root; -1 if none. */
 int proc__open_path(struct proc *p, const char *path, struct stat *st);
+/*
+ * The perf map a JIT writes for the process (/tmp/perf-PID.map: Node's
+ * --perf-basic-prof, Python's -X perf), PID as the process knows itself, in
+ * its root: a readable fd, or -1 when there is none.
+ */
+int proc__open_perf_map(struct proc *p, struct stat *st);
 /* The thread's name (the process's when tid == pid), sanitized; false if gone. */
 bool proc__comm(struct proc *p, int tid, char *buf, size_t len);
 /* target of /proc/PID/exe, sanitized; false if gone or unreadable */

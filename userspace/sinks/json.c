@@ -149,9 +149,18 @@ static int json__summary(struct sink *s, const struct model *m, double ts)
 static void frame__json(FILE *out, const struct frame *f)
 {
 	static const char *const kinds[] = { "native", "kernel", "python", "jit", "js" };
+	static const char *const unwinds[] = { [FRAME_UNWIND_FP] = "fp",
+					       [FRAME_UNWIND_SCAN] = "scan" };
 
 	fprintf(out, "{\"kind\":\"%s\",\"func\":", kinds[f->kind <= FRAME_JS ? f->kind : 0]);
 	json__string(out, f->func[0] ? f->func : "[unknown]");
+	if (f->func_raw[0]) {
+		fputs(",\"func_raw\":", out);
+		json__string(out, f->func_raw);
+	}
+	/* found without CFI: a frame pointer, or a return address among the stack's words */
+	if (f->unwind == FRAME_UNWIND_FP || f->unwind == FRAME_UNWIND_SCAN)
+		fprintf(out, ",\"unwind\":\"%s\"", unwinds[f->unwind]);
 	if (f->kind == FRAME_JS) {
 		fputs(",\"file\":", out);
 		json__string(out, f->file);
@@ -165,10 +174,13 @@ static void frame__json(FILE *out, const struct frame *f)
 		fputc('}', out);
 		return;
 	}
-	if (f->kind == FRAME_PYTHON) {
+	if (f->kind == FRAME_PYTHON || (f->kind == FRAME_JIT && (f->file[0] || f->line))) {
 		fputs(",\"file\":", out);
 		json__string(out, f->file);
-		fprintf(out, ",\"line\":%d}", f->line);
+		fprintf(out, ",\"line\":%d", f->line);
+		if (f->column)
+			fprintf(out, ",\"column\":%d", f->column);
+		fputc('}', out);
 		return;
 	}
 	fprintf(out, ",\"offset\":%llu,\"module\":", (unsigned long long)f->offset);

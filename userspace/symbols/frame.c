@@ -20,7 +20,10 @@ int frame__format(const struct frame *f, char *buf, size_t len)
 		fn = "[unknown]";
 		fn_len = (int)strlen(fn);
 	}
-	if (frame__is_script(f) && file_len)
+	if (f->kind == FRAME_JIT && f->line && f->column)
+		return snprintf(buf, len, "%.*s (%.*s:%d:%d)", fn_len, fn, file_len, f->file,
+				f->line, f->column);
+	if ((frame__is_script(f) || f->kind == FRAME_JIT) && file_len)
 		return snprintf(buf, len, "%.*s (%.*s:%d)", fn_len, fn, file_len, f->file,
 				f->line);
 	if (f->func[0]) {

@@ -23,9 +23,13 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "lib/clock.h"
+#include "proc/debugfile.h"
 #include "proc/elf.h"
 #include "proc/procs.h"
+#include "symbols/demangle.h"
 #include "symbols/native.h"
+#include "symbols/perfmap.h"
 
 #define MAX_PROCS		1024
 #define MAX_IDLE_FILES		128
@@ -39,6 +43,10 @@
 /* below mmap_min_addr nothing can be mapped: no point re-reading maps */
 #define MIN_USER_ADDR		4096u
 #define SYM_NAME_MAX		(sizeof(((struct frame *)0)->func))
+/* names are kept whole up to this: a C++ name must be whole to demangle */
+#define SYM_RAW_MAX		1024
+/* a JIT address the perf map does not know re-reads it, at most this often */
+#define PERF_MAP_REREAD_NS	(100 * 1000000ull)
 
 struct sym {
 	uint64_t addr;
@@ -73,6 +81,14 @@ struct sym_file {
 	struct symtab tab;
 	struct elf_segment *segs;
 	size_t nsegs;
+	/*
+	 * Display names (C++ demangled, versions and clone suffixes cut), made
+	 * on first use: per symbol, 0 not yet, 1 the raw name, else 2 + offset
+	 * in dm_names.
+	 */
+	uint32_t *dm;
+	char *dm_names;
+	size_t dm_len, dm_cap;
 };
 
 /* What one mapping of a process resolved to. */
@@ -88,6 +104,7 @@ struct sym_proc {
 	uint64_t last_used;
 	struct proc_maps *maps;	/* a reference, kept as long as this entry */
 	struct sym_map *v;	/* one per maps->v[i] */
+	struct perf_map *jit;	/* its perf map, read on the first JIT frame */
 };
 
 struct symbolizer {
@@ -134,9 +151,9 @@ static bool symtab__add(struct symtab *t, uint64_t addr, uint64_t size, const ch
 	void *tmp;
 	size_t need;
 
-	if (name_len >= SYM_NAME_MAX)
-		name_len = SYM_NAME_MAX - 1;	/* frame.func could not hold more */
-	if (t->names_len > UINT32_MAX - SYM_NAME_MAX)
+	if (name_len >= SYM_RAW_MAX)
+		name_len = SYM_RAW_MAX - 1;
+	if (t->names_len > UINT32_MAX - SYM_RAW_MAX)
 		return false;
 	if (t->n == t->cap) {
 		size_t cap = t->cap ? t->cap * 2 : 1024;
@@ -307,23 +324,43 @@ static int symbol__add(const struct elf_symbol *sym, void *ctx)
 	return 0;
 }
 
-/* .symtab when it has anything, else the exported symbols */
-static void sym_file__load_symbols(struct sym_file *sf, const struct elf_handle *h)
+/* The .symtab of h into the file's table; false when it has none (or it failed). */
+static bool sym_file__load_symtab(struct sym_file *sf, const struct elf_handle *h, bool arm)
+{
+	struct symtab_load ld = { &sf->tab, arm };
+	int ret = elf__symbols(h, SHT_SYMTAB, symbol__add, &ld);
+
+	if ((ret && ret != -EIO) || !sf->tab.n) {
+		/* an allocation failure may have added a few: start over cleanly */
+		symtab__free(&sf->tab);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * .symtab when it has anything; for a stripped file the one of its debug
+ * file (p and path say where to look; p NULL: the vDSO, none); else the
+ * exported symbols.
+ */
+static void sym_file__load_symbols(struct sym_file *sf, const struct elf_handle *h,
+				   struct proc *p, const char *path)
 {
 	struct symtab_load ld = { &sf->tab, false };
+	struct elf_handle dbg;
 	GElf_Ehdr eh;
-	int ret;
+	bool done;
 
 	if (!gelf_getehdr(h->elf, &eh))
 		return;
 	ld.arm = eh.e_machine == EM_ARM;
-	ret = elf__symbols(h, SHT_SYMTAB, symbol__add, &ld);
-	if ((ret && ret != -EIO) || !sf->tab.n) {
-		/* an allocation failure may have added a few: start over cleanly */
-		symtab__free(&sf->tab);
-		if (elf__symbols(h, SHT_DYNSYM, symbol__add, &ld) && !sf->tab.n)
-			symtab__free(&sf->tab);
+	done = sym_file__load_symtab(sf, h, ld.arm);
+	if (!done && p && !debugfile__open(p, path, h, &dbg)) {
+		done = sym_file__load_symtab(sf, &dbg, ld.arm);
+		elf__close(&dbg);
 	}
+	if (!done && elf__symbols(h, SHT_DYNSYM, symbol__add, &ld) && !sf->tab.n)
+		symtab__free(&sf->tab);
 	symtab__finish(&sf->tab);
 }
 
@@ -331,18 +368,56 @@ static void sym_file__load_symbols(struct sym_file *sf, const struct elf_handle 
  * A file that fails to parse still gets an entry (with no symbols) so that
  * non-ELF or truncated files are not re-read for every address.
  */
-static void sym_file__load(struct sym_file *sf, struct elf_handle *h)
+static void sym_file__load(struct sym_file *sf, struct elf_handle *h, struct proc *p,
+			   const char *path)
 {
 	if (elf__loads(h, &sf->segs, &sf->nsegs))
 		return;
-	sym_file__load_symbols(sf, h);
+	sym_file__load_symbols(sf, h, p, path);
 }
 
 static void sym_file__destroy(struct sym_file *sf)
 {
 	symtab__free(&sf->tab);
 	free(sf->segs);
+	free(sf->dm);
+	free(sf->dm_names);
 	free(sf);
+}
+
+/* The name to show for a symbol (symbols/demangle.h), made once; NULL: the raw name. */
+static const char *sym_file__display(struct sym_file *sf, const struct sym *sym)
+{
+	size_t idx = (size_t)(sym - sf->tab.syms), len;
+	char buf[SYM_NAME_MAX], *names;
+
+	if (!sf->dm)
+		sf->dm = calloc(sf->tab.n, sizeof(*sf->dm));
+	if (!sf->dm)
+		return NULL;
+	if (sf->dm[idx] == 1)
+		return NULL;
+	if (sf->dm[idx])
+		return sf->dm_names + sf->dm[idx] - 2;
+	sf->dm[idx] = 1;
+	if (!demangle__display(sf->tab.names + sym->name, buf, sizeof(buf)))
+		return NULL;
+	len = strlen(buf) + 1;
+	if (sf->dm_len + len > sf->dm_cap) {
+		size_t cap = sf->dm_cap ? sf->dm_cap * 2 : 4096;
+
+		if (cap > UINT32_MAX - 2)
+			return NULL;
+		names = realloc(sf->dm_names, cap);
+		if (!names)
+			return NULL;
+		sf->dm_names = names;
+		sf->dm_cap = cap;
+	}
+	memcpy(sf->dm_names + sf->dm_len, buf, len);
+	sf->dm[idx] = (uint32_t)(sf->dm_len + 2);
+	sf->dm_len += len;
+	return sf->dm_names + sf->dm_len - len;
 }
 
 /*
@@ -469,23 +544,12 @@ static struct sym_file *symbolizer__file_for(struct symbolizer *s, struct proc *
 	if (!sf) {
 		sf = files__insert(s, &st, false);
 		if (sf && !elf__open_fd(&h, fd)) {
-			sym_file__load(sf, &h);
+			sym_file__load(sf, &h, p, m->path);
 			elf__close(&h);
 		}
 	}
 	close(fd);
 	return sf;
-}
-
-static uint64_t hash__fnv1a(const unsigned char *p, size_t len)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	while (len--) {
-		h ^= *p++;
-		h *= 0x100000001b3ull;
-	}
-	return h;
 }
 
 /*
@@ -495,29 +559,23 @@ static uint64_t hash__fnv1a(const unsigned char *p, size_t len)
 static struct sym_file *symbolizer__vdso_for(struct symbolizer *s, struct proc *p,
 					     const struct proc_mapping *m)
 {
-	size_t len = m->end - m->start;
 	struct elf_handle h;
 	struct sym_file *sf;
 	struct stat st;
-	char *image;
+	uint64_t hash;
+	size_t len;
+	void *image = proc__read_image(p, m, MAX_VDSO_BYTES, &len, &hash);
 
-	if (len > MAX_VDSO_BYTES)
-		len = MAX_VDSO_BYTES;
-	image = malloc(len);
 	if (!image)
 		return NULL;
-	if (!proc__read(p, m->start, image, len)) {
-		free(image);
-		return NULL;
-	}
 	memset(&st, 0, sizeof(st));
-	st.st_ino = (ino_t)hash__fnv1a((unsigned char *)image, len);
+	st.st_ino = (ino_t)hash;
 	st.st_size = (off_t)len;
 	sf = files__find(s, &st, true);
 	if (!sf) {
 		sf = files__insert(s, &st, true);
 		if (sf && !elf__open_mem(&h, image, len)) {
-			sym_file__load(sf, &h);
+			sym_file__load(sf, &h, NULL, NULL);
 			elf__close(&h);
 		}
 	}
@@ -571,6 +629,7 @@ static void sym_proc__bind(struct sym_proc *sp, const struct proc_maps *maps)
 static void sprocs__remove(struct symbolizer *s, size_t idx)
 {
 	sym_proc__unbind(s->sprocs[idx]);
+	perf_map__free(s->sprocs[idx]->jit);
 	free(s->sprocs[idx]);
 	s->sprocs[idx] = s->sprocs[--s->nsprocs];
 	s->sprocs[s->nsprocs] = NULL;
@@ -613,6 +672,34 @@ static struct sym_proc *symbolizer__sproc(struct symbolizer *s, struct proc *p)
 	return sp;
 }
 
+/*
+ * JIT code, named by the process's perf map when it writes one. Code
+ * compiled since the map was read re-reads it (what the file gained).
+ */
+static void jit__symbolize(struct sym_proc *sp, struct proc *p, uint64_t addr, struct frame *f)
+{
+	f->kind = FRAME_JIT;
+	str__copy(f->module, sizeof(f->module), "[anon]");
+	if (!sp->jit && !(sp->jit = perf_map__new()))
+		return;
+	if (perf_map__frame(sp->jit, addr, f))
+		return;
+	if (clock__mono_ns() - perf_map__read_ns(sp->jit) < PERF_MAP_REREAD_NS)
+		return;
+	perf_map__refresh(sp->jit, p);
+	perf_map__frame(sp->jit, addr, f);
+}
+
+/* The symbol's display name, and its raw name beside it when they differ. */
+static void frame__name(struct frame *f, struct sym_file *sf, const struct sym *sym)
+{
+	const char *raw = sf->tab.names + sym->name, *shown = sym_file__display(sf, sym);
+
+	str__copy(f->func, sizeof(f->func), shown ? shown : raw);
+	if (shown)
+		str__copy(f->func_raw, sizeof(f->func_raw), raw);
+}
+
 static void mapping__symbolize(struct symbolizer *s, struct proc *p, struct sym_proc *sp,
 			       const struct proc_mapping *m, uint64_t addr, struct frame *f)
 {
@@ -621,8 +708,7 @@ static void mapping__symbolize(struct symbolizer *s, struct proc *p, struct sym_
 	uint64_t vaddr;
 
 	if (m->type == PROC_MAP_ANON) {
-		f->kind = FRAME_JIT;
-		str__copy(f->module, sizeof(f->module), "[anon]");
+		jit__symbolize(sp, p, addr, f);
 		return;
 	}
 	if (m->type == PROC_MAP_PSEUDO) {
@@ -650,7 +736,7 @@ static void mapping__symbolize(struct symbolizer *s, struct proc *p, struct sym_
 	sym = symtab__find(&sm->file->tab, vaddr);
 	if (!sym)
 		return;
-	str__copy(f->func, sizeof(f->func), sm->file->tab.names + sym->name);
+	frame__name(f, sm->file, sym);
 	f->offset = vaddr - sym->addr;
 }
 

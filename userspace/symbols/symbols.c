@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "proc/procs.h"
@@ -110,10 +111,54 @@ static int stack__add_v8(struct symbols *s, int pid, const struct lw_v8_stack *s
 	return stack__splice(frames, n, js, njs, v8__splice);
 }
 
+/* A walk that ended before the outermost frame says why, as a frame of its own. */
+static const char *unwind__stop_marker(int stop)
+{
+	switch (stop) {
+	case LW_UW_STOP_DEPTH:
+		return "[unwind: 64-frame limit]";
+	case LW_UW_STOP_READ:
+		return "[unwind: stack unreadable]";
+	case LW_UW_STOP_UNSUP:
+		return "[unwind: CFI rule not supported]";
+	case LW_UW_STOP_BAD_FRAME:
+		return "[unwind: no valid frame]";
+	case LW_UW_STOP_FP:
+		return "[unwind: no CFI, no frame pointer]";
+	default:
+		return NULL;
+	}
+}
+
+/*
+ * The leaf repair is for stacks walked with frame pointers alone (no tables
+ * yet, or --unwind-mb 0) from a leaf in code without them. Where CFI found
+ * any frame, the words would only add guesses to a walk that needs none.
+ */
+static int stack__repair_leaf(struct symbols *s, int pid, const struct raw_stack *raw,
+			      uint64_t *uips, int nu, enum frame_unwind *how)
+{
+	uint64_t past_leaf = nu > 1 && nu <= 64 ? (~0ull >> (64 - nu)) & ~1ull : 0;
+	int n = nu;
+
+	if (!raw->words || nu < 1 || nu > 64 || (raw->user_fp & past_leaf) != past_leaf)
+		return nu;
+	n = unwind__fixup_leaf(procs__get(s->procs, pid), uips, nu,
+			       SYMBOLS_MAX_USER + SYMBOLS_MAX_INSERT, raw->words, raw->nwords);
+	if (n > nu) {
+		memmove(&how[1 + n - nu], &how[1], (size_t)(nu - 1) * sizeof(*how));
+		for (int i = 1; i <= n - nu; i++)
+			how[i] = FRAME_UNWIND_SCAN;
+	}
+	return n;
+}
+
 int symbols__stack(struct symbols *s, int pid, const struct raw_stack *raw, struct frame **out)
 {
 	uint64_t uips[SYMBOLS_MAX_USER + SYMBOLS_MAX_INSERT];
+	enum frame_unwind how[SYMBOLS_MAX_USER + SYMBOLS_MAX_INSERT];
 	int nu = raw->nuser < SYMBOLS_MAX_USER ? raw->nuser : SYMBOLS_MAX_USER;
+	const char *marker = NULL;
 	int nk = raw->nkernel, n = 0;
 	struct frame *frames;
 
@@ -124,10 +169,11 @@ int symbols__stack(struct symbols *s, int pid, const struct raw_stack *raw, stru
 		nu = 0;
 	if (nk < 0)
 		nk = 0;
-	if (raw->words && nu)
-		nu = unwind__fixup_leaf(procs__get(s->procs, pid), uips, nu,
-					SYMBOLS_MAX_USER + SYMBOLS_MAX_INSERT, raw->words,
-					raw->nwords);
+	for (int i = 0; i < nu; i++)
+		how[i] = i < 64 && (raw->user_fp >> i & 1) ? FRAME_UNWIND_FP : FRAME_UNWIND_CFI;
+	nu = stack__repair_leaf(s, pid, raw, uips, nu, how);
+	if (nu)
+		marker = unwind__stop_marker(raw->user_stop);
 	frames = calloc((size_t)(nk + nu + 1), sizeof(*frames));
 	if (!frames)
 		return 0;
@@ -136,8 +182,18 @@ int symbols__stack(struct symbols *s, int pid, const struct raw_stack *raw, stru
 		uips[i]--;
 	if (nk)
 		n += symbolizer__symbolize(s->native, pid, raw->kernel, nk, true, frames, nk);
-	if (nu)
-		n += symbolizer__symbolize(s->native, pid, uips, nu, false, frames + n, nu);
+	if (nu) {
+		int got = symbolizer__symbolize(s->native, pid, uips, nu, false, frames + n, nu);
+
+		for (int i = 0; i < got; i++)
+			frames[n + i].unwind = how[i];
+		n += got;
+	}
+	if (marker) {
+		frames[n].kind = FRAME_NATIVE;
+		snprintf(frames[n].func, sizeof(frames[n].func), "%s", marker);
+		n++;
+	}
 	if (raw->python)
 		n = stack__add_python(s, pid, raw->python, &frames, n);
 	if (raw->v8)

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include "lw_abi_python.h"
 #include "lw_abi_v8.h"
+#include "lw_abi_unwind.h"
 #include "symbols/frame.h"
 
 struct proc;
@@ -25,6 +26,8 @@ struct raw_stack {
 	int nkernel;
 	const uint64_t *user;		/* user ips, leaf first: return addresses but the leaf */
 	int nuser;
+	uint64_t user_fp;		/* bit i: user[i] found by frame pointer, not CFI */
+	int user_stop;			/* why the walk ended (enum lw_uw_stop) */
 	const uint64_t *words;		/* the top of the user stack, or NULL */
 	int nwords;
 	const struct lw_py_stack *python;	/* the Python frames walked with it, or NULL */

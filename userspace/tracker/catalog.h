@@ -18,6 +18,9 @@ struct catalog_entry {
 	const char *op;		/* encode, decode, compress, … */
 };
 
+/* entries at most: a file is checked for all of them in one pass */
+#define CATALOG_MAX 64
+
 extern const struct catalog_entry catalog[];
 extern const size_t catalog_len;
 /* where --list-probes and custom probes look for libraries by name */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "proc/debugfile.h"
 #include "proc/elf.h"
 #include "tracker/elfsym.h"
 
@@ -63,7 +64,6 @@ static int symtab__find(const struct elf_handle *h, unsigned int type, const cha
 int elfsym__find(const char *path, const char *name, uint64_t *file_off, enum elfsym_how *how)
 {
 	struct elf_handle h, dbg;
-	char debug_path[256];
 	uint64_t vaddr;
 	int err;
 
@@ -74,8 +74,7 @@ int elfsym__find(const char *path, const char *name, uint64_t *file_off, enum el
 		*how = ELFSYM_SYMTAB;
 	} else if (!symtab__find(&h, SHT_DYNSYM, name, &vaddr)) {
 		*how = ELFSYM_DYNSYM;
-	} else if (!elf__debug_path(&h, debug_path, sizeof(debug_path)) &&
-		   !elf__open(&dbg, debug_path)) {
+	} else if (!debugfile__open(NULL, path, &h, &dbg)) {
 		/* the debug file shares the addresses of the stripped one */
 		err = symtab__find(&dbg, SHT_SYMTAB, name, &vaddr);
 		elf__close(&dbg);
@@ -90,6 +89,54 @@ int elfsym__find(const char *path, const char *name, uint64_t *file_off, enum el
 out:
 	elf__close(&h);
 	return err;
+}
+
+struct each_query {
+	const char *const *names;
+	size_t n;
+	uint64_t *vaddrs;
+	bool *found;
+	int nfound;
+};
+
+static int each__match(const struct elf_symbol *sym, void *ctx)
+{
+	struct each_query *q = ctx;
+
+	if (sym->type != STT_FUNC)
+		return 0;
+	for (size_t i = 0; i < q->n; i++) {
+		if (q->found[i] || q->names[i][0] != sym->name[0] ||
+		    !symbol__matches(sym->name, q->names[i]))
+			continue;
+		q->found[i] = true;
+		q->vaddrs[i] = sym->value;
+		q->nfound++;
+	}
+	return 0;
+}
+
+int elfsym__find_each(const char *path, const char *const *names, size_t n, uint64_t *offs,
+		      bool *found)
+{
+	struct each_query q = { names, n, offs, found, 0 };
+	struct elf_handle h;
+	int err = elf__open(&h, path);
+
+	if (err)
+		return err;
+	memset(found, 0, n * sizeof(*found));
+	elf__symbols(&h, SHT_SYMTAB, each__match, &q);
+	elf__symbols(&h, SHT_DYNSYM, each__match, &q);
+	/* link-time addresses to the file offsets a uprobe wants */
+	for (size_t i = 0; i < n; i++) {
+		if (found[i] && elf__vaddr_to_offset(&h, offs[i], &offs[i])) {
+			found[i] = false;
+			q.nfound--;
+		}
+	}
+	elf__close(&h);
+	return q.nfound;
 }
 
 /* Pointers in the image: relocations (PIC .so), else the stored word. */

@@ -8,6 +8,7 @@
 #ifndef LOOPWATCH_TRACKER_ELFSYM_H
 #define LOOPWATCH_TRACKER_ELFSYM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,6 +23,13 @@ const char *elfsym_how__name(enum elfsym_how how);
 
 /* 0 and the file offset of name in path; -ENOENT if absent, other -errno. */
 int elfsym__find(const char *path, const char *name, uint64_t *file_off, enum elfsym_how *how);
+/*
+ * Which of names (n of them) the file defines as functions in its own
+ * symbol tables (.symtab, .dynsym), in one pass: found[i] and offs[i], the
+ * file offset. The number found, or -errno.
+ */
+int elfsym__find_each(const char *path, const char *const *names, size_t n, uint64_t *offs,
+		      bool *found);
 /*
  * The function in slot slot_id of the PyType_Spec named type_name (e.g.
  * "_json.Encoder", Py_tp_call = 50): 0 and its file offset, or -ENOENT.

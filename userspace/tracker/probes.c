@@ -19,15 +19,22 @@
 /* rescans a file may go unseen before its probes are released */
 #define PROBE_GRACE_SCANS 2
 
+/* One function probed in one file: a catalog entry (or a custom probe) found there. */
+struct probe_site {
+	int entry;		/* catalog index; -1 for a custom probe */
+	__u32 id;
+	struct bpf_link *entry_link;
+	struct bpf_link *ret_link;
+};
+
+/* A file looked at once per inode, with what was found in it to probe. */
 struct probe_file {
 	unsigned long long dev;
 	unsigned long long ino;
-	int entry;		/* catalog index; -1 for a custom probe */
-	__u32 id;
-	bool resolved;		/* false: nothing to attach (symbol absent): don't retry */
+	bool custom;		/* holds --probe sites: kept for the whole run */
 	unsigned int seen_gen;
-	struct bpf_link *entry_link;
-	struct bpf_link *ret_link;
+	struct probe_site *sites;
+	size_t nsites;
 };
 
 struct probes {
@@ -62,8 +69,11 @@ void probes__label(const struct probes *p, __u32 id, char *buf, size_t len)
 		snprintf(buf, len, "probe#%u", id);
 }
 
-static struct probe_file *probes__add_file(struct probes *p)
+static struct probe_file *probes__add_file(struct probes *p, unsigned long long dev,
+					   unsigned long long ino)
 {
+	struct probe_file *f;
+
 	if (p->nfiles == p->cap) {
 		size_t cap = p->cap ? p->cap * 2 : 32;
 		struct probe_file *v = realloc(p->files, cap * sizeof(*v));
@@ -73,35 +83,61 @@ static struct probe_file *probes__add_file(struct probes *p)
 		p->files = v;
 		p->cap = cap;
 	}
-	memset(&p->files[p->nfiles], 0, sizeof(p->files[0]));
-	return &p->files[p->nfiles++];
+	f = &p->files[p->nfiles++];
+	memset(f, 0, sizeof(*f));
+	f->dev = dev;
+	f->ino = ino;
+	f->seen_gen = p->gen;
+	return f;
 }
 
-static int probe_file__attach(struct probes *p, struct probe_file *f, const char *path,
-			      uint64_t off)
+static void probe_site__detach(struct probe_site *s)
 {
-	f->entry_link = collector__attach_probe(p->c, path, off, f->id, false);
-	if (!f->entry_link)
-		return -errno;
-	f->ret_link = collector__attach_probe(p->c, path, off, f->id, true);
-	if (!f->ret_link) {
-		int err = -errno;
+	bpf_link__destroy(s->entry_link);
+	bpf_link__destroy(s->ret_link);
+	s->entry_link = s->ret_link = NULL;
+}
 
-		bpf_link__destroy(f->entry_link);
-		f->entry_link = NULL;
+/* A uprobe pair on the function at file offset off of path; 0 or -errno. */
+static int probe_file__attach(struct probes *p, struct probe_file *f, int entry, __u32 id,
+			      const char *path, uint64_t off)
+{
+	struct probe_site *v = realloc(f->sites, (f->nsites + 1) * sizeof(*v)), *s;
+	int err;
+
+	if (!v)
+		return -ENOMEM;
+	f->sites = v;
+	s = &v[f->nsites];
+	memset(s, 0, sizeof(*s));
+	s->entry = entry;
+	s->id = id;
+	s->entry_link = collector__attach_probe(p->c, path, off, id, false);
+	if (!s->entry_link)
+		return -errno;
+	s->ret_link = collector__attach_probe(p->c, path, off, id, true);
+	if (!s->ret_link) {
+		err = -errno;
+		probe_site__detach(s);
 		return err;
 	}
+	f->nsites++;
 	return 0;
 }
 
-static void probe_file__detach(struct probe_file *f)
+static void probe_file__release(struct probe_file *f)
 {
-	bpf_link__destroy(f->entry_link);
-	bpf_link__destroy(f->ret_link);
-	f->entry_link = f->ret_link = NULL;
+	for (size_t i = 0; i < f->nsites; i++)
+		probe_site__detach(&f->sites[i]);
+	free(f->sites);
+	f->sites = NULL;
+	f->nsites = 0;
 }
 
-/* Where a catalog entry's function is in path, and how that was found. */
+/*
+ * Where a catalog entry's function is in a file its glob names, and how
+ * that was found: symbols, the debug file, a CPython type's slot.
+ */
 static int entry__locate(const struct catalog_entry *e, const char *path, uint64_t *off,
 			 const char **how)
 {
@@ -119,63 +155,72 @@ static int entry__locate(const struct catalog_entry *e, const char *path, uint64
 }
 
 static struct probe_file *probes__find(struct probes *p, unsigned long long dev,
-				       unsigned long long ino, int entry)
+				       unsigned long long ino)
 {
 	for (size_t i = 0; i < p->nfiles; i++) {
 		struct probe_file *f = &p->files[i];
 
-		if (f->dev == dev && f->ino == ino && f->entry == entry)
+		if (f->dev == dev && f->ino == ino && !f->custom)
 			return f;
 	}
 	return NULL;
 }
 
-/* One mapped file of p: attach every catalog entry it matches, once per inode. */
+/*
+ * Every catalog entry found in one file: those whose glob names the file,
+ * the way they are found there (debug files, type slots), and any other
+ * whose function the file defines itself (node's bundled OpenSSL, a
+ * statically linked zlib).
+ */
+static void probe_file__resolve(struct probes *p, struct probe_file *f, const char *path,
+				const char *base)
+{
+	const char *names[CATALOG_MAX];
+	uint64_t offs[CATALOG_MAX];
+	bool found[CATALOG_MAX];
+	size_t n = catalog_len < CATALOG_MAX ? catalog_len : CATALOG_MAX;
+
+	for (size_t i = 0; i < n; i++)
+		names[i] = catalog[i].symbol;
+	if (elfsym__find_each(path, names, n, offs, found) < 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		const char *how;
+
+		if (!found[i] && !fnmatch(catalog[i].file_glob, base, 0))
+			found[i] = !entry__locate(&catalog[i], path, &offs[i], &how);
+		if (found[i])
+			probe_file__attach(p, f, (int)i, probes__id(p, catalog[i].label), path,
+					   offs[i]);
+	}
+}
+
+/* One mapped file of a process: looked at once per inode, then only marked as seen. */
 static void probes__consider(struct probes *p, struct proc *proc, const struct proc_mapping *m)
 {
-	const char *base = proc_mapping__basename(m);
+	struct probe_file *f = probes__find(p, m->dev, m->inode);
 	char target[64];
 	struct stat st;
-	int fd = -1;
+	int fd;
 
-	for (size_t i = 0; i < catalog_len; i++) {
-		const struct catalog_entry *e = &catalog[i];
-		struct probe_file *f;
-		const char *how;
-		uint64_t off;
-
-		if (fnmatch(e->file_glob, base, 0))
-			continue;
-		f = probes__find(p, m->dev, m->inode, (int)i);
-		if (f) {
-			f->seen_gen = p->gen;
-			continue;
-		}
-		/*
-		 * The file as the target sees it, opened inside its root and
-		 * checked to be the very inode it maps; then read and probed
-		 * through our fd, so nothing in its tree can redirect us.
-		 */
-		if (fd < 0) {
-			fd = proc__open_mapping(proc, m, &st);
-			if (fd < 0)
-				break;
-			snprintf(target, sizeof(target), "/proc/self/fd/%d", fd);
-		}
-		f = probes__add_file(p);
-		if (!f)
-			break;
-		f->dev = m->dev;
-		f->ino = m->inode;
-		f->entry = (int)i;
-		f->id = probes__id(p, e->label);
+	if (f) {
 		f->seen_gen = p->gen;
-		f->resolved = !entry__locate(e, target, &off, &how);
-		if (f->resolved && probe_file__attach(p, f, target, off))
-			f->resolved = false;
+		return;
 	}
-	if (fd >= 0)
-		close(fd);
+	/*
+	 * The file as the target sees it, opened inside its root and checked
+	 * to be the very inode it maps; then read and probed through our fd,
+	 * so nothing in its tree can redirect us.
+	 */
+	fd = proc__open_mapping(proc, m, &st);
+	if (fd < 0)
+		return;
+	f = probes__add_file(p, m->dev, m->inode);
+	if (f) {
+		snprintf(target, sizeof(target), "/proc/self/fd/%d", fd);
+		probe_file__resolve(p, f, target, proc_mapping__basename(m));
+	}
+	close(fd);
 }
 
 void probes__scan(struct probes *p, struct proc *proc)
@@ -188,7 +233,7 @@ void probes__scan(struct probes *p, struct proc *proc)
 	for (size_t i = 0; maps && i < maps->n; i++) {
 		const struct proc_mapping *m = &maps->v[i];
 
-		if (m->exec && m->inode && m->type == PROC_MAP_FILE && !m->deleted)
+		if (m->exec && m->inode && m->type == PROC_MAP_FILE)
 			probes__consider(p, proc, m);
 	}
 }
@@ -203,13 +248,13 @@ void probes__end_scan(struct probes *p)
 {
 	if (!p || !p->builtin)
 		return;
-	/* no loop process maps it any more: release its probes */
+	/* no traced process maps it any more: release its probes */
 	for (size_t i = 0; i < p->nfiles; i++) {
 		struct probe_file *f = &p->files[i];
 
-		if (f->entry < 0 || p->gen - f->seen_gen < PROBE_GRACE_SCANS)
+		if (f->custom || p->gen - f->seen_gen < PROBE_GRACE_SCANS)
 			continue;
-		probe_file__detach(f);
+		probe_file__release(f);
 		p->files[i--] = p->files[--p->nfiles];
 	}
 }
@@ -269,15 +314,11 @@ static int probes__add_custom(struct probes *p, const char *spec, char *err, siz
 			 file);
 		return ret;
 	}
-	f = probes__add_file(p);
+	f = probes__add_file(p, st.st_dev, st.st_ino);
 	if (!f)
 		return -ENOMEM;
-	f->dev = st.st_dev;
-	f->ino = st.st_ino;
-	f->entry = -1;
-	f->id = probes__id(p, label);
-	f->resolved = true;
-	ret = probe_file__attach(p, f, file, off);
+	f->custom = true;
+	ret = probe_file__attach(p, f, -1, probes__id(p, label), file, off);
 	if (ret)
 		snprintf(err, errlen, "--probe '%s': cannot attach: %s", spec, strerror(-ret));
 	return ret;
@@ -308,7 +349,7 @@ void probes__free(struct probes *p)
 	if (!p)
 		return;
 	for (size_t i = 0; i < p->nfiles; i++)
-		probe_file__detach(&p->files[i]);
+		probe_file__release(&p->files[i]);
 	free(p->files);
 	free(p);
 }
@@ -318,19 +359,67 @@ int probes__attached(const struct probes *p)
 	int n = 0;
 
 	for (size_t i = 0; p && i < p->nfiles; i++)
-		n += p->files[i].entry_link != NULL;
+		n += (int)p->files[i].nsites;
 	return n;
 }
 
-/* Every file on this machine an entry could match: its directories, and pyenv's. */
-static void entry__list(FILE *out, const struct catalog_entry *e)
+/* A file --list-probes looks at: once, whatever names lead to it. */
+struct listed_file {
+	dev_t dev;
+	ino_t ino;
+	char path[PATH_MAX];	/* its real path */
+	bool found[CATALOG_MAX];	/* catalog symbols it defines itself */
+	uint64_t offs[CATALOG_MAX];
+};
+
+struct listing {
+	struct listed_file *v;
+	size_t n, cap;
+};
+
+/* The file at path, added once per device and inode (/lib is /usr/lib, symlinked names). */
+static struct listed_file *listing__add(struct listing *l, const char *path)
+{
+	const char *names[CATALOG_MAX];
+	struct listed_file *f;
+	struct stat st;
+	char real[PATH_MAX];
+	size_t n = catalog_len < CATALOG_MAX ? catalog_len : CATALOG_MAX;
+
+	if (stat(path, &st) || !S_ISREG(st.st_mode) || !realpath(path, real))
+		return NULL;
+	for (size_t i = 0; i < l->n; i++) {
+		if (l->v[i].dev == st.st_dev && l->v[i].ino == st.st_ino)
+			return &l->v[i];
+	}
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+		struct listed_file *v = realloc(l->v, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		l->v = v;
+		l->cap = cap;
+	}
+	f = &l->v[l->n++];
+	memset(f, 0, sizeof(*f));
+	f->dev = st.st_dev;
+	f->ino = st.st_ino;
+	snprintf(f->path, sizeof(f->path), "%s", real);
+	for (size_t i = 0; i < n; i++)
+		names[i] = catalog[i].symbol;
+	elfsym__find_each(f->path, names, n, f->offs, f->found);
+	return f;
+}
+
+/* Every file on this machine an entry's glob names: its directories, and pyenv's. */
+static void listing__glob(struct listing *l, const struct catalog_entry *e)
 {
 	static const char *const extra[] = {
 		"/root/.pyenv/versions/*/lib/python3.*/lib-dynload",
 		"/root/.pyenv/versions/*/lib",
 		NULL,
 	};
-	int found = 0;
 
 	for (int pass = 0; pass < 2; pass++) {
 		const char *const *dirs = pass ? extra : catalog_dirs;
@@ -342,30 +431,51 @@ static void entry__list(FILE *out, const struct catalog_entry *e)
 			snprintf(pattern, sizeof(pattern), "%s/%s", dirs[d], e->file_glob);
 			if (glob(pattern, 0, NULL, &g))
 				continue;
-			for (size_t i = 0; i < g.gl_pathc; i++) {
-				const char *how;
-				uint64_t off;
-
-				if (entry__locate(e, g.gl_pathv[i], &off, &how))
-					fprintf(out, "  %-22s %-10s unavailable: %s not in %s\n",
-						e->label, e->runtime, e->symbol, g.gl_pathv[i]);
-				else
-					fprintf(out, "  %-22s %-10s %s+%#llx (%s)\n", e->label,
-						e->runtime, g.gl_pathv[i], (unsigned long long)off,
-						how);
-				found++;
-			}
+			for (size_t i = 0; i < g.gl_pathc; i++)
+				listing__add(l, g.gl_pathv[i]);
 			globfree(&g);
 		}
 	}
-	if (!found)
+}
+
+/* Where entry i can be attached: the files its glob names, and any other that defines it. */
+static void entry__list(FILE *out, const struct listing *l, size_t i)
+{
+	const struct catalog_entry *e = &catalog[i];
+	int shown = 0;
+
+	for (size_t k = 0; k < l->n; k++) {
+		const struct listed_file *f = &l->v[k];
+		const char *base = strrchr(f->path, '/'), *how = "symbol";
+		uint64_t off = f->offs[i];
+		bool named = !fnmatch(e->file_glob, base ? base + 1 : f->path, 0);
+
+		if (!named && !f->found[i])
+			continue;
+		if (named && entry__locate(e, f->path, &off, &how)) {
+			fprintf(out, "  %-22s %-10s unavailable: %s not in %s\n", e->label,
+				e->runtime, e->symbol, f->path);
+		} else {
+			fprintf(out, "  %-22s %-10s %s+%#llx (%s)\n", e->label, e->runtime, f->path,
+				(unsigned long long)off, named ? how : "defined there too");
+		}
+		shown++;
+	}
+	if (!shown)
 		fprintf(out, "  %-22s %-10s unavailable: no %s on this machine\n", e->label,
 			e->runtime, e->file_glob);
 }
 
 void probes__list(FILE *out)
 {
-	fprintf(out, "Built-in probes (attached to every loop process that maps the file):\n");
-	for (size_t i = 0; i < catalog_len; i++)
-		entry__list(out, &catalog[i]);
+	struct listing l = { 0 };
+	size_t n = catalog_len < CATALOG_MAX ? catalog_len : CATALOG_MAX;
+
+	for (size_t i = 0; i < n; i++)
+		listing__glob(&l, &catalog[i]);
+	fprintf(out, "Built-in probes (attached to every traced process that maps the file; an "
+		"entry also attaches in any mapped file that defines its function):\n");
+	for (size_t i = 0; i < n; i++)
+		entry__list(out, &l, i);
+	free(l.v);
 }

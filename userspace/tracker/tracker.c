@@ -8,6 +8,7 @@
 #include "symbols/python.h"
 #include "symbols/symbols.h"
 #include "symbols/v8.h"
+#include "tracker/cfitables.h"
 #include "tracker/probes.h"
 #include "tracker/tracker.h"
 
@@ -30,6 +31,7 @@ struct tracker {
 	struct symbols *syms;
 	struct probes *probes;
 	FILE *notes;		/* one line per node process found, or NULL */
+	struct cfi_tables *cfi;
 	struct tracked *hash[TRACKER_HASH];
 	size_t n;
 	const char *kubelet_logs;
@@ -47,6 +49,11 @@ struct tracker *tracker__new(struct collector *c, struct procs *procs, struct sy
 	t->syms = syms;
 	t->probes = probes;
 	t->notes = notes;
+	t->cfi = cfi_tables__new(c);
+	if (!t->cfi) {
+		free(t);
+		return NULL;
+	}
 	return t;
 }
 
@@ -62,6 +69,7 @@ void tracker__free(struct tracker *t)
 			free(k);
 		}
 	}
+	cfi_tables__free(t->cfi);
 	free(t);
 }
 
@@ -83,6 +91,7 @@ static void tracker__drop(struct tracker *t, struct tracked **pp)
 		collector__set_python(t->c, k->pid, NULL);
 	if (k->v8)
 		collector__set_v8(t->c, k->pid, NULL);
+	cfi_tables__drop(t->cfi, k->pid);
 	*pp = k->hnext;
 	free(k);
 	t->n--;
@@ -158,10 +167,12 @@ void tracker__new_loop(struct tracker *t, __u32 pid)
 	symbols__forget(t->syms, (int)pid);
 	/* its maps now, while it surely lives: a stall just before exit still resolves */
 	proc__maps(p, true);
-	symbols__warm(t->syms, (int)pid);
+	/* cheap first: building unwind tables takes 10-200 ms a file, seen once */
 	k->python = tracker__setup_python(t, p);
 	if (!k->python)
 		tracker__setup_v8(t, p, k);
+	cfi_tables__update(t->cfi, p);
+	symbols__warm(t->syms, (int)pid);
 	probes__scan(t->probes, p);
 	k->hnext = *pp;
 	*pp = k;
@@ -185,6 +196,7 @@ void tracker__rescan(struct tracker *t)
 			proc__maps(p, true);
 			if ((*pp)->v8)
 				tracker__setup_v8(t, p, *pp);
+			cfi_tables__update(t->cfi, p);
 			probes__scan(t->probes, p);
 			pp = &(*pp)->hnext;
 		}

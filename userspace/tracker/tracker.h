@@ -26,7 +26,10 @@ struct tracker;
 struct tracker *tracker__new(struct collector *c, struct procs *procs, struct symbols *syms,
 			     struct probes *probes, FILE *notes);
 void tracker__free(struct tracker *t);
-/* A thread of pid entered its first wait call: set the process up, once. */
+/*
+ * A thread of pid entered its first wait call (or pid was named with -p):
+ * set the process up, once.
+ */
 void tracker__new_loop(struct tracker *t, __u32 pid);
 /* Every tracked process again: libraries loaded late, processes gone. */
 void tracker__rescan(struct tracker *t);

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Which processes loopwatch watches: -p and --comm, and never itself. The
+ * options are defined in loop.bpf.c (read-only data set before load);
+ * every program whose output follows the filter (loops, probes) asks here.
+ * The including file brings vmlinux.h and maps.bpf.h first.
+ */
+#ifndef LOOPWATCH_FILTER_BPF_H
+#define LOOPWATCH_FILTER_BPF_H
+
+#include <bpf/bpf_core_read.h>
+
+extern const volatile __u32 self_pid;
+extern const volatile bool filter_pid;
+extern const volatile bool filter_comm;
+extern const volatile char comm_filter[LW_COMM_LEN];
+
+static __always_inline bool comm__equal(const char *a, const volatile char *b)
+{
+	for (int i = 0; i < LW_COMM_LEN; i++) {
+		if (a[i] != b[i])
+			return false;
+		if (!a[i])
+			return true;
+	}
+	return true;
+}
+
+static __always_inline bool process__wanted(struct task_struct *task, __u32 pid)
+{
+	char comm[LW_COMM_LEN];
+
+	if (pid == self_pid)
+		return false;
+	if (filter_pid && !bpf_map_lookup_elem(&pid_filter, &pid))
+		return false;
+	if (filter_comm) {
+		BPF_CORE_READ_STR_INTO(&comm, task, group_leader, comm);
+		if (!comm__equal(comm, comm_filter))
+			return false;
+	}
+	return true;
+}
+
+#endif /* LOOPWATCH_FILTER_BPF_H */
