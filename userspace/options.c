@@ -251,26 +251,37 @@ static bool file__executable(const char *path)
 
 /*
  * A missing alert program is a typo the user wants to hear about at start, not
- * at the first stall. A bare name is looked up in PATH the way execvp will.
+ * at the first stall. The program is run by an absolute path: a bare name is
+ * looked up in PATH's absolute directories (never the working directory,
+ * where anybody may have left a program of that name), a relative path made
+ * absolute now.
  */
 static const char *program__check(const char *arg)
 {
 	const char *path = getenv("PATH");
-	char buf[PATH_MAX];
+	char buf[PATH_MAX], *found;
 
 	if (!*arg)
 		usage__fail("invalid --alert-exec '%s': want a program", arg);
 	if (strchr(arg, '/')) {
-		if (!file__executable(arg))
+		if (!file__executable(arg) || !realpath(arg, buf))
 			usage__fail("--alert-exec '%s' is not an executable file", arg);
-		return arg;
+		found = strdup(buf);
+		if (!found)
+			usage__fail("--alert-exec '%s': out of memory", arg);
+		return found;
 	}
 	for (const char *p = path ? path : "/usr/bin:/bin"; *p; ) {
 		size_t n = strcspn(p, ":");
 
-		if (snprintf(buf, sizeof(buf), "%.*s/%s", (int)n, n ? p : ".", arg) <
-		    (int)sizeof(buf) && file__executable(buf))
-			return arg;
+		if (n && p[0] == '/' &&
+		    snprintf(buf, sizeof(buf), "%.*s/%s", (int)n, p, arg) < (int)sizeof(buf) &&
+		    file__executable(buf)) {
+			found = strdup(buf);
+			if (!found)
+				usage__fail("--alert-exec '%s': out of memory", arg);
+			return found;
+		}
 		p += n;
 		if (*p == ':')
 			p++;

@@ -40,7 +40,7 @@ struct options {
 	/* alerts on stalls */
 	double alert_ms;
 	const char *alert_log;	/* NULL: alerts go to stderr */
-	const char *alert_exec;	/* NULL: run nothing */
+	const char *alert_exec;	/* NULL: run nothing; else an absolute path */
 	double alert_every_s;	/* per-process rate limit, 0: none */
 
 	/* hung loops: an iteration this long is reported live, then again every stuck_every_s */

@@ -30,12 +30,17 @@ static inline double clock__wall(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static inline double clock__thread_cpu(void)
+static inline uint64_t clock__thread_cpu_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline double clock__thread_cpu(void)
+{
+	return (double)clock__thread_cpu_ns() / 1e9;
 }
 
 #endif

@@ -33,10 +33,44 @@ int utf8__seq_len(const unsigned char *s)
 	return n;
 }
 
-void str__sanitize(char *s)
+/* The code point of a valid sequence of n bytes. */
+static unsigned int utf8__decode(const unsigned char *s, int n)
 {
-	for (; *s; s++) {
-		if ((unsigned char)*s < 0x20 || *s == 0x7f)
-			*s = '?';
+	unsigned int cp = n == 1 ? s[0] : s[0] & (0x7f >> n);
+
+	for (int i = 1; i < n; i++)
+		cp = cp << 6 | (s[i] & 0x3f);
+	return cp;
+}
+
+/*
+ * What a terminal or a log reader acts on instead of showing: C0 controls
+ * and DEL (ESC starts escape sequences, CR and LF forge lines), C1 controls
+ * (U+009B is a one-character CSI on many terminals), the line and paragraph
+ * separators, and the bidirectional overrides that reorder what is shown.
+ */
+static bool codepoint__unsafe(unsigned int cp)
+{
+	return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0x2028 || cp == 0x2029 ||
+	       cp == 0x200e || cp == 0x200f || (cp >= 0x202a && cp <= 0x202e) ||
+	       (cp >= 0x2066 && cp <= 0x2069);
+}
+
+char *str__sanitize(char *str)
+{
+	unsigned char *s = (unsigned char *)str, *out = s;
+
+	while (*s) {
+		int n = utf8__seq_len(s);
+
+		if (!n || codepoint__unsafe(utf8__decode(s, n))) {
+			*out++ = '?';
+			s += n ? n : 1;
+			continue;
+		}
+		while (n--)
+			*out++ = *s++;
 	}
+	*out = '\0';
+	return str;
 }

@@ -1,7 +1,13 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* Text from traced processes (comm, paths, symbols): never trusted. */
+/*
+ * Text from traced processes (comm, paths, symbol names, Python names): never
+ * trusted. Every such string goes through str__sanitize() once, where it
+ * enters loopwatch, before any output sees it.
+ */
 #ifndef LOOPWATCH_LIB_TEXT_H
 #define LOOPWATCH_LIB_TEXT_H
+
+#include <stdbool.h>
 
 /*
  * Length of the valid UTF-8 sequence at s, 0 if invalid. Strict (no
@@ -9,7 +15,11 @@
  * whole file over one bad label value, and JSON readers choke on them too.
  */
 int utf8__seq_len(const unsigned char *s);
-/* In place, a printable copy: control characters become '?'. */
-void str__sanitize(char *s);
+/*
+ * In place, a printable copy: every control character (C0, DEL, C1), line
+ * separator and bidirectional override, and every byte that is not valid
+ * UTF-8, becomes one '?'. The string can only get shorter. Returns s.
+ */
+char *str__sanitize(char *s);
 
 #endif

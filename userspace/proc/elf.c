@@ -4,12 +4,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 #include "proc/elf.h"
 
 /* a file with more program headers than this is not one anybody runs */
 #define ELF_MAX_PHDRS 65535
+/* a compressed section inflates to at most this (.debug_frame of big programs: tens of MB) */
+#define ELF_MAX_INFLATED (256ull << 20)
 
 static int elf__begin(struct elf_handle *h, Elf *elf)
 {
@@ -34,10 +37,16 @@ int elf__open_fd(struct elf_handle *h, int fd)
 
 int elf__open(struct elf_handle *h, const char *path)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
+	/* a FIFO would block the open, a device have side effects: regular files only */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY), err;
+	struct stat st;
 
 	if (fd < 0)
 		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
 	err = elf__open_fd(h, fd);
 	if (err) {
 		close(fd);
@@ -130,6 +139,16 @@ int elf__symbols(const struct elf_handle *h, unsigned int type, elf_symbol_fn fn
 			return ret;
 	}
 	return 0;
+}
+
+size_t elf__symbol_count(const struct elf_handle *h, unsigned int type)
+{
+	GElf_Shdr sh;
+	size_t entsize = gelf_fsize(h->elf, ELF_T_SYM, 1, EV_CURRENT);
+
+	if (!section__first(h->elf, type, &sh) || sh.sh_type == SHT_NOBITS || !entsize)
+		return 0;
+	return sh.sh_size / entsize;
 }
 
 int elf__loads(const struct elf_handle *h, struct elf_segment **out, size_t *n)
@@ -333,9 +352,16 @@ int elf__section(const struct elf_handle *h, const char *name, struct elf_sectio
 			continue;
 		if (sh.sh_type == SHT_NOBITS || !sh.sh_size)
 			return -ENOENT;
-		/* libelf inflates it in memory; the file is not touched */
-		if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0)
-			return -EIO;
+		if (sh.sh_flags & SHF_COMPRESSED) {
+			GElf_Chdr ch;
+
+			/* the size it claims is allocated whole: a few KB may claim gigabytes */
+			if (!gelf_getchdr(scn, &ch) || ch.ch_size > ELF_MAX_INFLATED)
+				return -E2BIG;
+			/* libelf inflates it in memory; the file is not touched */
+			if (elf_compress(scn, 0, 0) < 0)
+				return -EIO;
+		}
 		out->data = elf_getdata(scn, NULL);
 		if (!out->data || !out->data->d_buf || !out->data->d_size)
 			return -EIO;

@@ -44,6 +44,8 @@ typedef int (*elf_symbol_fn)(const struct elf_symbol *sym, void *ctx);
  * table is cut short (fn saw the symbols before the cut).
  */
 int elf__symbols(const struct elf_handle *h, unsigned int type, elf_symbol_fn fn, void *ctx);
+/* How many entries the first section of this type claims to hold; 0 if none. */
+size_t elf__symbol_count(const struct elf_handle *h, unsigned int type);
 
 struct elf_segment {
 	uint64_t offset;
@@ -90,8 +92,9 @@ struct elf_section {
 
 /*
  * The first section called name: its bytes, decompressed when the file
- * compresses them (debug files do); -ENOENT when absent or empty, -EIO when
- * unreadable. The bytes live as long as the handle.
+ * compresses them (debug files do); -ENOENT when absent or empty, -E2BIG when
+ * it would inflate past 256 MiB, -EIO when unreadable. The bytes live as long
+ * as the handle.
  */
 int elf__section(const struct elf_handle *h, const char *name, struct elf_section *out);
 /* The RELA relocations of every SHT_RELA section (malloc'ed); -errno. */

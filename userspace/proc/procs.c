@@ -94,8 +94,8 @@ fail:
 	return NULL;
 }
 
-/* A small file's first line, NUL-terminated, or false. */
-static bool file__read_line(const char *path, char *buf, size_t len)
+/* A small file's text without its final newline, NUL-terminated, or false. */
+static bool file__read_small(const char *path, char *buf, size_t len)
 {
 	ssize_t n;
 	int fd;
@@ -109,7 +109,17 @@ static bool file__read_line(const char *path, char *buf, size_t len)
 	close(fd);
 	if (n <= 0)
 		return false;
+	if (buf[n - 1] == '\n')
+		n--;
 	buf[n] = '\0';
+	return true;
+}
+
+/* A small file's first line, NUL-terminated, or false. */
+static bool file__read_line(const char *path, char *buf, size_t len)
+{
+	if (!file__read_small(path, buf, len))
+		return false;
 	buf[strcspn(buf, "\n")] = '\0';
 	return true;
 }
@@ -425,11 +435,12 @@ int proc__open_mapping(struct proc *p, const struct proc_mapping *m, struct stat
 	}
 	/*
 	 * The process is gone (a stall just before exit): the same path in our
-	 * own namespace will do if it is still the very inode that was mapped.
+	 * own namespace will do if it is still the very inode that was mapped:
+	 * device and inode, as an inode number alone is reused across filesystems.
 	 */
 	if (fd < 0 && !m->deleted && m->inode && strlen(m->path) < PATH_MAX) {
 		fd = fd__reopen_regular(open(m->path, O_PATH | O_CLOEXEC), st);
-		if (fd >= 0 && (uint64_t)st->st_ino != m->inode) {
+		if (fd >= 0 && ((uint64_t)st->st_ino != m->inode || st->st_dev != m->dev)) {
 			close(fd);
 			fd = -1;
 		}
@@ -477,7 +488,8 @@ bool proc__comm(struct proc *p, int tid, char *buf, size_t len)
 	char path[64];
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", p->pid, tid);
-	if (!file__read_line(path, buf, len))
+	/* a name may hold a newline: the whole name, as the kernel's events carry it */
+	if (!file__read_small(path, buf, len))
 		return false;
 	str__sanitize(buf);
 	return true;

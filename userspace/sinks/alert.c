@@ -5,12 +5,22 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/magic.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include "lib/jsonw.h"
 #include "model/report.h"
 #include "sinks/sink.h"
 
 #define ALERT_PIDS 1024
+/*
+ * Alert programs running at once. A slow program and a stall per
+ * millisecond (--alert-every 0, or many processes under churn) must not
+ * become a fork bomb: past this many, an alert runs no program and is
+ * counted.
+ */
+#define ALERT_MAX_CHILDREN 4
 
 struct alert_pid {
 	__u32 pid;
@@ -36,6 +46,10 @@ struct alerter {
 	FILE *log;
 	bool own_log;
 	bool fork_failed;	/* said once */
+	int children;		/* alert programs still running */
+	__u64 not_run;		/* alerts whose program did not start: too many running */
+	int log_err;		/* the alert log's last write error, said once */
+	__u64 lost;		/* alert lines the log did not take */
 	struct alert_pid pids[ALERT_PIDS];	/* open addressing by pid: bounded */
 };
 
@@ -72,6 +86,37 @@ static struct alert_pid *alerter__slot(struct alerter *a, __u32 pid)
 	return oldest;
 }
 
+/*
+ * Append-only to a regular file: a FIFO would block the open until a reader
+ * came (O_NONBLOCK fails it instead), a device (/dev/full) or a /proc or
+ * /sys file would swallow the lines. 0, or -errno with the reason.
+ */
+static int alert_log__open(const char *path, const char **why)
+{
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK |
+			    O_NOCTTY, 0644);
+	struct statfs sfs;
+	struct stat st;
+
+	*why = NULL;
+	if (fd < 0) {
+		if (errno == ENXIO)
+			*why = "is a FIFO; want a regular file";
+		return fd;
+	}
+	if (fstat(fd, &st) || fstatfs(fd, &sfs)) {
+		close(fd);
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode) || sfs.f_type == PROC_SUPER_MAGIC ||
+	    sfs.f_type == SYSFS_MAGIC) {
+		*why = "is not a regular file";
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 static bool alert__wanted(const struct sink_config *cfg)
 {
 	(void)cfg;
@@ -103,10 +148,12 @@ static int alert__open(struct sink *s, const struct sink_config *cfg, char *err,
 		goto fail;
 	}
 	if (opts->log_path) {
-		fd = open(opts->log_path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
-			  0644);
+		const char *why;
+
+		fd = alert_log__open(opts->log_path, &why);
 		if (fd < 0 || !(a->log = fdopen(fd, "a"))) {
-			snprintf(err, errlen, "--alert-log %s: %s", opts->log_path, strerror(errno));
+			snprintf(err, errlen, "--alert-log %s: %s", opts->log_path,
+				 why ? why : strerror(errno));
 			if (fd >= 0)
 				close(fd);
 			goto fail;
@@ -121,10 +168,12 @@ fail:
 	return -1;
 }
 
-static void children__reap(void)
+static void children__reap(struct alerter *a)
 {
-	while (waitpid(-1, NULL, WNOHANG) > 0)
-		;
+	while (waitpid(-1, NULL, WNOHANG) > 0) {
+		if (a->children > 0)
+			a->children--;
+	}
 }
 
 /* The program gets the facts as LOOPWATCH_* variables: no shell ever sees them. */
@@ -152,12 +201,20 @@ static void alert__exec(struct alerter *a, const struct stall_report *r, __u64 s
 	envp[n] = NULL;
 	argv[0] = (char *)a->opts.exec_path;
 	argv[1] = NULL;
-	children__reap();
+	children__reap(a);
+	if (a->children >= ALERT_MAX_CHILDREN) {
+		if (!a->not_run++)
+			fprintf(stderr, "loopwatch: --alert-exec %s: %d still running, alerts run no "
+				"program until one ends\n", a->opts.exec_path, a->children);
+		return;
+	}
 	child = fork();
 	if (child == 0) {
 		execve(a->opts.exec_path, argv, envp);
 		_exit(127);
 	}
+	if (child > 0)
+		a->children++;
 	if (child < 0 && !a->fork_failed) {
 		fprintf(stderr, "loopwatch: --alert-exec %s: cannot start it: %s\n",
 			a->opts.exec_path, strerror(errno));
@@ -181,6 +238,25 @@ static void alert__json(struct alerter *a, const struct stall_report *r, __u64 s
 	fprintf(out, ",\"suppressed\":%llu,\"stuck\":%s}\n", (unsigned long long)suppressed,
 		stuck ? "true" : "false");
 	fflush(out);
+}
+
+/* A disk full or a log gone bad is said once, and the lines lost are counted. */
+static void alert_log__flush(struct alerter *a)
+{
+	int err = 0;
+
+	if (fflush(a->log) || ferror(a->log))
+		err = errno ? errno : EIO;
+	clearerr(a->log);
+	if (!err) {
+		a->log_err = 0;
+		return;
+	}
+	a->lost++;
+	if (err != a->log_err)
+		fprintf(stderr, "loopwatch: cannot write alerts to %s: %s\n",
+			a->opts.log_path ? a->opts.log_path : "stderr", strerror(err));
+	a->log_err = err;
 }
 
 /*
@@ -218,7 +294,7 @@ static void alert__fire(struct alerter *a, const struct stall_report *r, bool st
 		if (suppressed)
 			fprintf(a->log, " (+%llu suppressed)", (unsigned long long)suppressed);
 		fputc('\n', a->log);
-		fflush(a->log);
+		alert_log__flush(a);
 	}
 	if (a->opts.json)
 		alert__json(a, r, suppressed, stuck);
@@ -246,8 +322,17 @@ static void alert__close(struct sink *s)
 		return;
 	for (int i = 0; i < ALERT_PIDS; i++)
 		alert_pid__flush(a, &a->pids[i]);
+	if (a->not_run)
+		fprintf(stderr, "loopwatch: --alert-exec %s: %llu alerts ran no program: %d were "
+			"still running\n", a->opts.exec_path, (unsigned long long)a->not_run,
+			ALERT_MAX_CHILDREN);
+	if (a->own_log)
+		alert_log__flush(a);
+	if (a->lost)
+		fprintf(stderr, "loopwatch: %llu alert lines could not be written to %s\n",
+			(unsigned long long)a->lost, a->opts.log_path ? a->opts.log_path : "stderr");
 	/* programs still running finish on their own; only the finished are reaped */
-	children__reap();
+	children__reap(a);
 	if (a->own_log)
 		fclose(a->log);
 	free(a);

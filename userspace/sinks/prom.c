@@ -4,8 +4,11 @@
  * --prom-interval seconds and at exit, replacing the file atomically, for
  * node_exporter's textfile collector.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +68,60 @@ static void path__dir(const char *path, char *buf, size_t len)
 		snprintf(buf, len, "%.*s", (int)(slash - path), path);
 }
 
+/*
+ * What the rename would replace must be a regular file, or nothing:
+ * --prom-file /dev/null would otherwise turn the machine's /dev/null into a
+ * metrics file, a FIFO or socket would be destroyed for its users.
+ */
+static int target__check(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st))
+		return errno == ENOENT ? 0 : -errno;
+	return S_ISREG(st.st_mode) ? 0 : -EEXIST;
+}
+
+/*
+ * Temp files of instances that died mid-write (kill -9, a crash) are named
+ * .BASE.PID.tmp: the ones whose PID runs no more are removed, once, at start.
+ */
+static void tmp__remove_stale(const char *path)
+{
+	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+	char dir[PATH_MAX], prefix[NAME_MAX + 2];
+	size_t plen;
+	struct dirent *de;
+	DIR *d;
+	int dfd;
+
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path + 1) : 1,
+		 slash ? path : ".");
+	plen = (size_t)snprintf(prefix, sizeof(prefix), ".%s.", base);
+	d = plen < sizeof(prefix) ? opendir(dir) : NULL;
+	if (!d)
+		return;
+	dfd = dirfd(d);
+	while ((de = readdir(d))) {
+		const char *pid_s = de->d_name + plen;
+		struct stat st;
+		char *end;
+		long pid;
+
+		if (strncmp(de->d_name, prefix, plen))
+			continue;
+		errno = 0;
+		pid = strtol(pid_s, &end, 10);
+		if (errno || end == pid_s || pid <= 0 || strcmp(end, ".tmp") || pid == getpid())
+			continue;
+		if ((!kill((pid_t)pid, 0) || errno != ESRCH) ||
+		    fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
+			continue;
+		unlinkat(dfd, de->d_name, 0);
+	}
+	closedir(d);
+}
+
 static bool prom__wanted(const struct sink_config *cfg)
 {
 	return cfg->prom_file != NULL;
@@ -111,6 +168,12 @@ static int prom__open(struct sink *s, const struct sink_config *cfg, char *err, 
 		snprintf(err, errlen, "--prom-file %s is a directory; want a file in it", path);
 		goto fail;
 	}
+	if (target__check(path)) {
+		snprintf(err, errlen, "--prom-file %s is not a regular file; want a regular file or "
+			 "a new name", path);
+		goto fail;
+	}
+	tmp__remove_stale(path);
 	fd = tmp__create(pf->tmp_path);
 	if (fd < 0) {
 		path__dir(path, dir, sizeof(dir));
@@ -127,32 +190,60 @@ fail:
 	return -1;
 }
 
-/* The exposition to the temp file, renamed over the target: 0 or -errno. */
+static int fd__write_all(int fd, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/*
+ * The exposition to the temp file, renamed over the target: 0 or -errno.
+ * Rendered in memory first, so a failed write says why (ENOSPC, EDQUOT)
+ * instead of a stdio error flag's "Input/output error".
+ */
 static int prom__write_file(struct prom_file *pf, const struct model *m, double now_s)
 {
 	double t0 = clock__mono();
+	char *text = NULL;
+	size_t len = 0;
 	FILE *out;
-	int fd, err = 0;
+	int fd, err;
 
-	fd = tmp__create(pf->tmp_path);
-	if (fd < 0)
-		return fd;
-	out = fdopen(fd, "w");
-	if (!out) {
-		err = -errno;
-		close(fd);
-		unlink(pf->tmp_path);
+	out = open_memstream(&text, &len);
+	if (!out)
+		return -ENOMEM;
+	prom_registry__render(pf->reg, m, now_s, out);
+	err = ferror(out) ? -ENOMEM : 0;
+	if (fclose(out) && !err)
+		err = -ENOMEM;
+	if (err) {
+		free(text);
 		return err;
+	}
+	fd = tmp__create(pf->tmp_path);
+	if (fd < 0) {
+		free(text);
+		return fd;
 	}
 	/*
 	 * No fsync: readers only need the rename to be atomic, and the file is
 	 * rewritten every interval anyway; a crash loses at most one interval.
 	 */
-	prom_registry__render(pf->reg, m, now_s, out);
-	if (ferror(out))
-		err = -EIO;
-	if (fclose(out) && !err)
+	err = fd__write_all(fd, text, len);
+	free(text);
+	if (close(fd) && !err)
 		err = -errno;
+	if (!err)
+		err = target__check(pf->path);
 	if (!err && rename(pf->tmp_path, pf->path))
 		err = -errno;
 	if (err)
@@ -169,7 +260,8 @@ static int prom__write(struct prom_file *pf, const struct model *m, double now_s
 	if (err)
 		prom_registry__count(pf->reg, PROM_SELF_WRITE_ERRORS, 1);
 	if (err && err != pf->last_err)
-		fprintf(stderr, "loopwatch: cannot write %s: %s\n", pf->path, strerror(-err));
+		fprintf(stderr, "loopwatch: cannot write %s: %s\n", pf->path,
+			err == -EEXIST ? "no longer a regular file" : strerror(-err));
 	pf->last_err = err;
 	return err;
 }

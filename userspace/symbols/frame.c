@@ -2,6 +2,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include "lib/text.h"
 #include "symbols/frame.h"
 
 int frame__format(const struct frame *f, char *buf, size_t len)
@@ -48,4 +49,16 @@ void frames_out__put(struct frames_out *o, const struct frame *f)
 {
 	if (o->n < o->max)
 		o->v[o->n++] = *f;
+}
+
+void frame__sanitize(struct frame *f)
+{
+	f->func[sizeof(f->func) - 1] = '\0';
+	f->func_raw[sizeof(f->func_raw) - 1] = '\0';
+	f->module[sizeof(f->module) - 1] = '\0';
+	f->file[sizeof(f->file) - 1] = '\0';
+	str__sanitize(f->func);
+	str__sanitize(f->func_raw);
+	str__sanitize(f->module);
+	str__sanitize(f->file);
 }

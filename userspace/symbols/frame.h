@@ -57,4 +57,10 @@ struct frames_out {
 
 void frames_out__put(struct frames_out *o, const struct frame *f);
 
+/*
+ * The names come from the target's files and memory: terminated and made
+ * printable (lib/text.h) before any output sees them.
+ */
+void frame__sanitize(struct frame *f);
+
 #endif

@@ -33,6 +33,18 @@
 
 #define MAX_PROCS		1024
 #define MAX_IDLE_FILES		128
+/*
+ * A traced process chooses what it maps: one file's symbol table may cost at
+ * most this many symbols, bytes of names and CPU time to load (node, among the
+ * largest real binaries, has 185k symbols and 13 MB of names), and the whole
+ * cache at most MAX_CACHE_BYTES. A file over budget keeps no symbols: its
+ * frames are named SYM_OVER_BUDGET.
+ */
+#define MAX_FILE_SYMS		(1u << 20)
+#define MAX_FILE_NAME_BYTES	(32u << 20)
+#define MAX_FILE_LOAD_NS	300000000ull
+#define MAX_CACHE_BYTES		(256ull << 20)
+#define SYM_OVER_BUDGET		"[symbols over budget]"
 #define MAX_KALLSYMS_BYTES	(256u << 20)
 #define MAX_ELF_BYTES		(4ull << 30)
 #define MAX_VDSO_BYTES		(64u << 10)
@@ -75,6 +87,7 @@ struct sym_file {
 	off_t size;
 	struct timespec mtime;
 	bool is_vdso;		/* then ino holds a hash of the image */
+	bool over_budget;	/* its symbols were not kept: frames say so */
 
 	unsigned int refs;
 	uint64_t last_used;
@@ -112,6 +125,7 @@ struct symbolizer {
 	struct sym_proc *sprocs[MAX_PROCS];
 	size_t nsprocs;
 	struct sym_file *files;
+	uint64_t files_bytes;	/* what the cached files' tables hold */
 	uint64_t tick;
 
 	bool ksyms_tried;
@@ -301,7 +315,18 @@ static uint8_t elf__rank(unsigned char type, unsigned char bind, bool *is_func)
 struct symtab_load {
 	struct symtab *t;
 	bool arm;
+	uint64_t deadline_ns;	/* thread CPU time */
+	bool over_budget;
 };
+
+/* Checked as symbols come in: a hostile table stops costing at its budget. */
+static bool symtab_load__over(struct symtab_load *ld)
+{
+	if (ld->t->n >= MAX_FILE_SYMS || ld->t->names_len >= MAX_FILE_NAME_BYTES ||
+	    (!(ld->t->n % 4096) && clock__thread_cpu_ns() > ld->deadline_ns))
+		ld->over_budget = true;
+	return ld->over_budget;
+}
 
 static int symbol__add(const struct elf_symbol *sym, void *ctx)
 {
@@ -318,19 +343,27 @@ static int symbol__add(const struct elf_symbol *sym, void *ctx)
 		addr &= ~1ull;
 	if (!addr)
 		return 0;
+	if (symtab_load__over(ld))
+		return -E2BIG;
 	rank = elf__rank(sym->type, sym->bind, &is_func);
 	if (!symtab__add(ld->t, addr, sym->size, sym->name, strlen(sym->name), rank, is_func, 0))
 		return -ENOMEM;
 	return 0;
 }
 
-/* The .symtab of h into the file's table; false when it has none (or it failed). */
-static bool sym_file__load_symtab(struct sym_file *sf, const struct elf_handle *h, bool arm)
+/*
+ * The .symtab of h into the file's table, within ld's budget; false when it
+ * has none, it failed or it is over budget (then ld->over_budget).
+ */
+static bool sym_file__load_symtab(struct sym_file *sf, const struct elf_handle *h,
+				  struct symtab_load *ld)
 {
-	struct symtab_load ld = { &sf->tab, arm };
-	int ret = elf__symbols(h, SHT_SYMTAB, symbol__add, &ld);
+	int ret;
 
-	if ((ret && ret != -EIO) || !sf->tab.n) {
+	/* the table's own size tells first, before anything is copied */
+	ld->over_budget = elf__symbol_count(h, SHT_SYMTAB) > MAX_FILE_SYMS;
+	ret = ld->over_budget ? -E2BIG : elf__symbols(h, SHT_SYMTAB, symbol__add, ld);
+	if (ld->over_budget || (ret && ret != -EIO) || !sf->tab.n) {
 		/* an allocation failure may have added a few: start over cleanly */
 		symtab__free(&sf->tab);
 		return false;
@@ -341,12 +374,13 @@ static bool sym_file__load_symtab(struct sym_file *sf, const struct elf_handle *
 /*
  * .symtab when it has anything; for a stripped file the one of its debug
  * file (p and path say where to look; p NULL: the vDSO, none); else the
- * exported symbols.
+ * exported symbols. Within the budget: a table over it leaves the file with
+ * no symbols, marked, rather than falling back to a smaller one.
  */
 static void sym_file__load_symbols(struct sym_file *sf, const struct elf_handle *h,
 				   struct proc *p, const char *path)
 {
-	struct symtab_load ld = { &sf->tab, false };
+	struct symtab_load ld = { .t = &sf->tab };
 	struct elf_handle dbg;
 	GElf_Ehdr eh;
 	bool done;
@@ -354,14 +388,37 @@ static void sym_file__load_symbols(struct sym_file *sf, const struct elf_handle 
 	if (!gelf_getehdr(h->elf, &eh))
 		return;
 	ld.arm = eh.e_machine == EM_ARM;
-	done = sym_file__load_symtab(sf, h, ld.arm);
-	if (!done && p && !debugfile__open(p, path, h, &dbg)) {
-		done = sym_file__load_symtab(sf, &dbg, ld.arm);
+	ld.deadline_ns = clock__thread_cpu_ns() + MAX_FILE_LOAD_NS;
+	done = sym_file__load_symtab(sf, h, &ld);
+	if (!done && !ld.over_budget && p && !debugfile__open(p, path, h, &dbg)) {
+		/* the debug file is a file of its own: its table gets its own CPU time */
+		ld.deadline_ns = clock__thread_cpu_ns() + MAX_FILE_LOAD_NS;
+		done = sym_file__load_symtab(sf, &dbg, &ld);
 		elf__close(&dbg);
 	}
-	if (!done && elf__symbols(h, SHT_DYNSYM, symbol__add, &ld) && !sf->tab.n)
+	if (!done && !ld.over_budget) {
+		ld.over_budget = elf__symbol_count(h, SHT_DYNSYM) > MAX_FILE_SYMS;
+		if (!ld.over_budget && elf__symbols(h, SHT_DYNSYM, symbol__add, &ld) &&
+		    !sf->tab.n)
+			symtab__free(&sf->tab);
+	}
+	if (ld.over_budget) {
 		symtab__free(&sf->tab);
+		sf->over_budget = true;
+		return;
+	}
 	symtab__finish(&sf->tab);
+}
+
+/*
+ * What a file holds once loaded; the display-name index (dm) is counted
+ * before it is made, the display names themselves only grow with the
+ * symbols that stacks show.
+ */
+static uint64_t sym_file__bytes(const struct sym_file *sf)
+{
+	return sizeof(*sf) + sf->tab.cap * sizeof(*sf->tab.syms) + sf->tab.names_cap +
+	       sf->tab.n * sizeof(*sf->dm) + sf->nsegs * sizeof(*sf->segs);
 }
 
 /*
@@ -459,6 +516,7 @@ static bool sym_file__to_vaddr(const struct sym_file *sf, const struct proc_mapp
 /* ------------------------------------------------------------------ */
 /* file cache */
 
+/* Idle files go, least recently used first, past MAX_IDLE_FILES or MAX_CACHE_BYTES. */
 static void files__trim(struct symbolizer *s)
 {
 	struct sym_file **pp, **victim;
@@ -474,15 +532,32 @@ static void files__trim(struct symbolizer *s)
 			if (!victim || (*pp)->last_used < (*victim)->last_used)
 				victim = pp;
 		}
-		if (idle <= MAX_IDLE_FILES || !victim)
+		if ((idle <= MAX_IDLE_FILES && s->files_bytes <= MAX_CACHE_BYTES) || !victim)
 			return;
 		{
 			struct sym_file *sf = *victim;
 
 			*victim = sf->next;
+			s->files_bytes -= sym_file__bytes(sf);
 			sym_file__destroy(sf);
 		}
 	}
+}
+
+/*
+ * A file's table is loaded: count it against the cache. When the files in
+ * use already hold the whole bound, this one keeps no symbols.
+ */
+static void files__account(struct symbolizer *s, struct sym_file *sf)
+{
+	s->files_bytes += sym_file__bytes(sf);
+	files__trim(s);
+	if (s->files_bytes <= MAX_CACHE_BYTES)
+		return;
+	s->files_bytes -= sym_file__bytes(sf);
+	symtab__free(&sf->tab);
+	sf->over_budget = true;
+	s->files_bytes += sym_file__bytes(sf);
 }
 
 static struct sym_file *files__find(struct symbolizer *s, const struct stat *st, bool is_vdso)
@@ -547,6 +622,8 @@ static struct sym_file *symbolizer__file_for(struct symbolizer *s, struct proc *
 			sym_file__load(sf, &h, p, m->path);
 			elf__close(&h);
 		}
+		if (sf)
+			files__account(s, sf);
 	}
 	close(fd);
 	return sf;
@@ -578,6 +655,8 @@ static struct sym_file *symbolizer__vdso_for(struct symbolizer *s, struct proc *
 			sym_file__load(sf, &h, NULL, NULL);
 			elf__close(&h);
 		}
+		if (sf)
+			files__account(s, sf);
 	}
 	free(image);
 	return sf;
@@ -731,6 +810,10 @@ static void mapping__symbolize(struct symbolizer *s, struct proc *p, struct sym_
 	if (!sm->file)
 		return;
 	sm->file->last_used = ++s->tick;
+	if (sm->file->over_budget) {
+		str__copy(f->func, sizeof(f->func), SYM_OVER_BUDGET);
+		return;
+	}
 	if (!sym_file__to_vaddr(sm->file, m, addr, &vaddr))
 		return;
 	sym = symtab__find(&sm->file->tab, vaddr);

@@ -198,6 +198,9 @@ int symbols__stack(struct symbols *s, int pid, const struct raw_stack *raw, stru
 		n = stack__add_python(s, pid, raw->python, &frames, n);
 	if (raw->v8)
 		n = stack__add_v8(s, pid, raw->v8, &frames, n);
+	/* symbol, module, Python, JavaScript and file names are the target's own bytes */
+	for (int i = 0; i < n; i++)
+		frame__sanitize(&frames[i]);
 	*out = frames;
 	return n;
 }

@@ -308,6 +308,10 @@ static int probes__add_custom(struct probes *p, const char *spec, char *err, siz
 		snprintf(err, errlen, "--probe '%s': no such file or library '%s'", spec, buf);
 		return -ENOENT;
 	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "--probe '%s': '%s' is not a regular file", spec, file);
+		return -EINVAL;
+	}
 	ret = elfsym__find(file, symbol, &off, &how);
 	if (ret) {
 		snprintf(err, errlen, "--probe '%s': symbol '%s' not found in %s", spec, symbol,
