@@ -128,12 +128,13 @@ def of_type(lines, kind, **match):
             all(l.get(k) == v for k, v in match.items())]
 
 
-def run_traced(ctx, argv, *flags, settle=0.0, duration=60, wrap=(), with_stderr=False):
+def run_traced(ctx, argv, *flags, settle=0.0, duration=60, wrap=(), with_stderr=False,
+               text=False):
     """Start a --go workload, attach `loopwatch --json -p PID` with flags, let it settle
     (so loopwatch sees the loop first), send go, wait for both: (pid, lines), plus
-    loopwatch's stderr when with_stderr."""
+    loopwatch's stderr when with_stderr. text: its plain text lines instead of JSON."""
     w = Workload(argv)
-    lw = Loopwatch(ctx, "-p", w.pid, "-d", duration, *flags, wrap=wrap)
+    lw = Loopwatch(ctx, "-p", w.pid, "-d", duration, *flags, wrap=wrap, text=text)
     try:
         lw.start()
         if settle:

@@ -9,6 +9,7 @@
  *         | mutex (wait ~20 ms on a mutex another thread holds)
  *         | runq (a SCHED_FIFO competitor on the same CPU takes ~25 ms)
  *         | small (2 ms of work: no stall)
+ *         | named (a 25 ms spin in a function with a long name to patch)
  * Each kind runs REPEAT times, separated by quiet iterations.
  */
 #define _GNU_SOURCE
@@ -122,6 +123,19 @@ __attribute__((noinline)) void inject_runq_starvation(struct record *r)
 	r->call_ns = now_ns() - t0;
 }
 
+/*
+ * A CPU spin under a long, fixed-length name: the hostile-input tests patch a
+ * copy of this binary to give it escape sequences and newlines instead.
+ */
+__attribute__((noinline)) void
+inject_named_for_patching_0123456789abcdef0123456789abcdef01234567(struct record *r)
+{
+	uint64_t t0 = now_ns();
+
+	spin_ns(25000000);
+	r->call_ns = now_ns() - t0;
+}
+
 __attribute__((noinline)) void inject_small_work(struct record *r)
 {
 	spin_ns(2000000);
@@ -179,6 +193,8 @@ static void (*injector(const char *kind))(struct record *)
 		return inject_runq_starvation;
 	if (!strcmp(kind, "small"))
 		return inject_small_work;
+	if (!strcmp(kind, "named"))
+		return inject_named_for_patching_0123456789abcdef0123456789abcdef01234567;
 	return NULL;
 }
 
