@@ -849,6 +849,211 @@ static void test_node(struct symbolizer *s)
 	reap(pid2);
 }
 
+/* ------------------------------------------------------------------ */
+/* crafted symbol tables: a process chooses what it maps */
+
+/*
+ * A minimal x86-64 ELF: one R+X PT_LOAD over the file's first 8 KiB, .text at
+ * 0x1000, and a .symtab of nsyms FUNC symbols at 0x1000 + i % 4096, named by
+ * name_of (NULL: all share one name). Written with plain structs, not the code
+ * under test.
+ */
+static bool crafted_elf(const char *path, size_t nsyms, const char *(*name_of)(size_t))
+{
+	const char shstr[] = "\0.text\0.symtab\0.strtab\0.shstrtab";
+	size_t strsz = 1, symoff = 0x2000, stroff, shstroff, shoff, i;
+	Elf64_Ehdr eh = {};
+	Elf64_Phdr ph = {};
+	Elf64_Shdr sh[5] = {};
+	unsigned char code[4096];
+	FILE *f = fopen(path, "wb");
+	bool ok = f != NULL;
+
+	if (!f)
+		return false;
+	for (i = 1; i < nsyms; i++)
+		strsz += name_of ? strlen(name_of(i)) + 1 : (i == 1 ? 5 : 0);
+	stroff = symoff + nsyms * sizeof(Elf64_Sym);
+	shstroff = stroff + strsz;
+	shoff = (shstroff + sizeof(shstr) + 7) & ~7ul;
+	memcpy(eh.e_ident, ELFMAG, SELFMAG);
+	eh.e_ident[EI_CLASS] = ELFCLASS64;
+	eh.e_ident[EI_DATA] = ELFDATA2LSB;
+	eh.e_ident[EI_VERSION] = EV_CURRENT;
+	eh.e_type = ET_DYN;
+	eh.e_machine = EM_X86_64;
+	eh.e_version = EV_CURRENT;
+	eh.e_phoff = sizeof(eh);
+	eh.e_shoff = shoff;
+	eh.e_ehsize = sizeof(eh);
+	eh.e_phentsize = sizeof(ph);
+	eh.e_phnum = 1;
+	eh.e_shentsize = sizeof(sh[0]);
+	eh.e_shnum = 5;
+	eh.e_shstrndx = 4;
+	ph.p_type = PT_LOAD;
+	ph.p_flags = PF_R | PF_X;
+	ph.p_filesz = ph.p_memsz = 0x2000;
+	ph.p_align = 0x1000;
+	sh[1] = (Elf64_Shdr){ .sh_name = 1, .sh_type = SHT_PROGBITS, .sh_flags = SHF_ALLOC |
+			      SHF_EXECINSTR, .sh_addr = 0x1000, .sh_offset = 0x1000, .sh_size = 0x1000 };
+	sh[2] = (Elf64_Shdr){ .sh_name = 7, .sh_type = SHT_SYMTAB, .sh_offset = symoff,
+			      .sh_size = nsyms * sizeof(Elf64_Sym), .sh_link = 3, .sh_info = 1,
+			      .sh_entsize = sizeof(Elf64_Sym), .sh_addralign = 8 };
+	sh[3] = (Elf64_Shdr){ .sh_name = 15, .sh_type = SHT_STRTAB, .sh_offset = stroff,
+			      .sh_size = strsz };
+	sh[4] = (Elf64_Shdr){ .sh_name = 23, .sh_type = SHT_STRTAB, .sh_offset = shstroff,
+			      .sh_size = sizeof(shstr) };
+	memset(code, 0xc3, sizeof(code));
+	ok = ok && fwrite(&eh, sizeof(eh), 1, f) == 1 && fwrite(&ph, sizeof(ph), 1, f) == 1 &&
+	     !fseek(f, 0x1000, SEEK_SET) && fwrite(code, sizeof(code), 1, f) == 1;
+	for (i = 0; ok && i < nsyms; i++) {
+		Elf64_Sym sym = {};
+		static size_t name_off;
+
+		if (i == 1 || (i > 1 && name_of))
+			name_off = !name_of ? 1 : (i == 1 ? 1 : name_off);
+		if (i) {
+			sym.st_name = (Elf64_Word)name_off;
+			sym.st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC);
+			sym.st_shndx = 1;
+			sym.st_value = 0x1000 + i % 4096;
+			sym.st_size = 1;
+			if (name_of)
+				name_off += strlen(name_of(i)) + 1;
+		}
+		ok = fwrite(&sym, sizeof(sym), 1, f) == 1;
+	}
+	ok = ok && fputc(0, f) != EOF;
+	for (i = 1; ok && i < nsyms && (name_of || i == 1); i++)
+		ok = fwrite(name_of ? name_of(i) : "bomb", 1, (name_of ? strlen(name_of(i)) : 4) + 1,
+			    f) > 0;
+	ok = ok && fwrite(shstr, sizeof(shstr), 1, f) == 1 && !fseek(f, (long)shoff, SEEK_SET) &&
+	     fwrite(sh, sizeof(sh), 1, f) == 1;
+	return !fclose(f) && ok;
+}
+
+static const char *small_name(size_t i)
+{
+	static char buf[32];
+
+	snprintf(buf, sizeof(buf), "crafted_%zu", i);
+	return buf;
+}
+
+static const char *long_name(size_t i)
+{
+	static char buf[128];
+
+	snprintf(buf, sizeof(buf), "%0120zu", i);
+	return buf;
+}
+
+static long rss_kb(void)
+{
+	long pages = 0, rss = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	if (f && fscanf(f, "%ld %ld", &pages, &rss) != 2)
+		rss = 0;
+	if (f)
+		fclose(f);
+	return rss * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/* Symbolize 0x1000 + at in a crafted file mapped here: time and RSS growth. */
+static void crafted_one(struct symbolizer *s, const char *path, uint64_t at, struct frame *f,
+			double *ms, long *rss_grew_kb)
+{
+	long rss0 = rss_kb();
+	double t0 = now_ms();
+	char *map = map_exec(path, 0, 0x2000);
+
+	memset(f, 0, sizeof(*f));
+	CHECK(map != NULL, "mmap %s", path);
+	if (!map)
+		return;
+	one(s, getpid(), (uint64_t)(uintptr_t)map + 0x1000 + at, false, f);
+	*ms = now_ms() - t0;
+	*rss_grew_kb = rss_kb() - rss0;
+	munmap(map, 0x2000);
+	forget(s, getpid());
+}
+
+/*
+ * 2M symbols of one name (the size says so before anything is read), 900k
+ * symbols with 120-byte names (over the bytes of names), and a sane table.
+ */
+static void test_symbol_budget(struct symbolizer *s)
+{
+	char path[] = "/tmp/lw_symtest_bomb_XXXXXX";
+	struct frame f;
+	long grew_kb = 0;
+	double ms = 0;
+	int fd = mkstemp(path);
+
+	CHECK(fd >= 0, "mkstemp");
+	if (fd < 0)
+		return;
+	close(fd);
+	CHECK(crafted_elf(path, 1000, small_name), "write a sane table");
+	crafted_one(s, path, 17, &f, &ms, &grew_kb);
+	CHECK(!strcmp(f.func, "crafted_17") && f.offset == 0, "sane crafted: %s", frame__str(&f));
+
+	CHECK(crafted_elf(path, 2000000, NULL), "write the bomb");
+	crafted_one(s, path, 17, &f, &ms, &grew_kb);
+	CHECK(!strcmp(f.func, "[symbols over budget]"), "bomb: %s", frame__str(&f));
+	CHECK(ms < 1000 && grew_kb < 64 * 1024, "bomb: %.0f ms, RSS +%ld KiB", ms, grew_kb);
+	printf("2M symbols: %s in %.1f ms, RSS +%ld KiB\n", frame__str(&f), ms, grew_kb);
+
+	CHECK(crafted_elf(path, 900000, long_name), "write long names");
+	crafted_one(s, path, 17, &f, &ms, &grew_kb);
+	CHECK(!strcmp(f.func, "[symbols over budget]"), "long names: %s", frame__str(&f));
+	CHECK(ms < 2000 && grew_kb < 128 * 1024, "long names: %.0f ms, RSS +%ld KiB", ms, grew_kb);
+	printf("900k long names: %s in %.1f ms, RSS +%ld KiB\n", frame__str(&f), ms, grew_kb);
+	unlink(path);
+}
+
+/*
+ * An exited process's mapping, opened by its path in our namespace: only the
+ * very file (device and inode) that was mapped will do.
+ */
+static void test_fallback_open_checks_the_device(void)
+{
+	struct proc_mapping m = { .start = 0x1000, .end = 0x2000, .type = PROC_MAP_FILE };
+	struct stat st, got;
+	struct proc *p;
+	int pid, fd;
+
+	if (stat("/usr/bin/python3", &st))
+		return;
+	pid = fork();
+	if (!pid) {
+		pause();
+		_exit(0);
+	}
+	p = procs__get(procs, pid);
+	CHECK(p != NULL, "procs__get child");
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	if (!p)
+		return;
+	p = procs__get(procs, pid);
+	m.path = "/usr/bin/python3";
+	m.inode = st.st_ino;
+	m.dev = st.st_dev;
+	fd = p ? proc__open_mapping(p, &m, &got) : -1;
+	CHECK(fd >= 0 && got.st_ino == st.st_ino, "same device and inode: fd %d", fd);
+	if (fd >= 0)
+		close(fd);
+	m.dev = st.st_dev + 1;
+	fd = p ? proc__open_mapping(p, &m, &got) : -1;
+	CHECK(fd < 0, "same inode on another device opened: fd %d", fd);
+	if (fd >= 0)
+		close(fd);
+	procs__forget(procs, pid);
+}
+
 int main(void)
 {
 	struct symbolizer *s;
@@ -870,6 +1075,8 @@ int main(void)
 	test_vdso(s);
 	test_kernel(s);
 	test_node(s);
+	test_symbol_budget(s);
+	test_fallback_open_checks_the_device();
 	/* still sane after all of the above */
 	test_self(s);
 	symbolizer__free(s);
