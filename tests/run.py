@@ -78,16 +78,37 @@ def e2e_tests(only):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
+    ap.add_argument("--load", type=int, default=0,
+                    help="CPU hogs to run meanwhile (make test LOAD=N): a loaded host")
     ap.add_argument("only", nargs="*", help="substrings of test names to run")
     args = ap.parse_args()
     build = os.path.abspath(args.build)
     if os.geteuid() != 0:
         print("tests/run.py: the tests attach BPF programs: run as root", file=sys.stderr)
         sys.exit(1)
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+            for _ in range(args.load)]
+    if hogs:
+        print("load: %d CPU hogs (pids %s)" % (len(hogs), " ".join(str(h.pid) for h in hogs)),
+              flush=True)
+    try:
+        passed, failed = run_all(build, args.only)
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+    if failed:
+        print("failed: " + " ".join(failed))
+    print("%d passed, %d failed" % (passed, len(failed)))
+    sys.exit(1 if failed else 0)
+
+
+def run_all(build, only):
+    """Every unit test binary, then every e2e test: (passed, names of the failed)."""
     passed, failed = 0, []
     for path in unit_tests(build):
         name = "unit." + os.path.basename(path)
-        if args.only and not any(o in name for o in args.only):
+        if only and not any(o in name for o in only):
             continue
         t0 = time.time()
         r = subprocess.run([path], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -115,7 +136,7 @@ def main():
             print(r.stdout[-4000:])
             failed.append(name)
     ctx = Context(build)
-    for name, fn in e2e_tests(args.only):
+    for name, fn in e2e_tests(only):
         t0 = time.time()
         try:
             fn(ctx)
@@ -126,10 +147,7 @@ def main():
             print("FAIL %s (%.1fs)" % (name, time.time() - t0), flush=True)
             traceback.print_exc()
             sys.stdout.flush()
-    if failed:
-        print("failed: " + " ".join(failed))
-    print("%d passed, %d failed" % (passed, len(failed)))
-    sys.exit(1 if failed else 0)
+    return passed, failed
 
 
 if __name__ == "__main__":

@@ -1,14 +1,31 @@
 """An asyncio (or, with --uvloop, uvloop) server on Debian's python3 whose handler
 calls a helper that blocks the loop in time.sleep(0.03). Prints its port, serves
 until killed. The lines tagged "# @name" are where the e2e test expects each
-function's Python frame in the blocking call's stack."""
+function's Python frame in the blocking call's stack.
+
+With --truth FILE it appends, per sleep, what the thread measured itself: the sleep's
+wall time and, of it, the time the thread waited for a CPU (run_delay of
+/proc/thread-self/schedstat), as "sleep_ns runq_ns" lines."""
 import asyncio
+import os
 import sys
 import time
 
+TRUTH = sys.argv[sys.argv.index("--truth") + 1] if "--truth" in sys.argv else None
+
+
+def run_delay_ns():
+    with open("/proc/thread-self/schedstat") as f:
+        return int(f.read().split()[1])
+
 
 def blocking_helper():
+    r0, t0 = run_delay_ns(), time.monotonic_ns()
     time.sleep(0.03)  # @blocking_helper
+    t1, r1 = time.monotonic_ns(), run_delay_ns()
+    if TRUTH:
+        with open(TRUTH, "a") as f:
+            f.write("%d %d\n" % (t1 - t0, r1 - r0))
 
 
 async def handle(reader, writer):

@@ -27,6 +27,21 @@ def close_enough(got, want, rel=0.03, abs_=0.1):
     return abs(got - want) <= max(rel * abs(want), abs_)
 
 
+def in_range(got, lo, hi, rel=0.03, abs_=0.1):
+    """close_enough to some value in [lo, hi]: what the workload measured, lo, plus what
+    it knows a tracer may also have seen, hi (preemptions at a wait call's edges)."""
+    return lo - max(rel * lo, abs_) <= got <= hi + max(rel * hi, abs_)
+
+
+def iteration_bounds(thread):
+    """A loopwork thread's truth: per iteration, the busy time it measured (lo) and that
+    plus the edge time around its two waits (hi), in ms."""
+    busy, edge = thread["busy_ns"], thread["edge_ns"]
+    lo = [b / 1e6 for b in busy]
+    hi = [(b + edge[i] + edge[i + 1]) / 1e6 for i, b in enumerate(busy)]
+    return lo, hi
+
+
 class Loopwatch:
     """loopwatch --json in the background; start() returns once BPF is attached."""
 

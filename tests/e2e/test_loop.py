@@ -5,8 +5,8 @@ import signal
 import subprocess
 import time
 
-from lwtest import (Loopwatch, Workload, close_enough, load_truth, nearest_rank, of_type,
-                    run_traced, tmpfile)
+from lwtest import (Loopwatch, Workload, in_range, iteration_bounds, load_truth, nearest_rank,
+                    of_type, run_traced, tmpfile)
 
 
 def run_loopwork(ctx, profiles, iterations, extra=()):
@@ -17,20 +17,23 @@ def run_loopwork(ctx, profiles, iterations, extra=()):
     return load_truth(out), lines
 
 
-def assert_matches_truth(summary, busy_ns):
-    """loopwatch's summary against the workload's own per-iteration busy times."""
-    want_ms = [b / 1e6 for b in busy_ns]
-    n = len(want_ms)
+def assert_matches_truth(summary, thread):
+    """loopwatch's summary against the workload's own per-iteration busy times: each
+    percentile lies between the workload's percentile of what it measured and of that
+    plus what it saw a preemption at a wait's edge may add (on a loaded host)."""
+    lo, hi = iteration_bounds(thread)
+    n = len(lo)
     assert abs(summary["iterations"] - n) <= 0.01 * n, \
         "iterations %d vs %d" % (summary["iterations"], n)
     for key, q in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99)):
-        want = nearest_rank(want_ms, q)
+        want_lo, want_hi = nearest_rank(lo, q), nearest_rank(hi, q)
         got = summary["lag_ms"][key]
-        assert close_enough(got, want), "%s %.3f ms vs workload's %.3f ms" % (key, got, want)
-    assert close_enough(summary["lag_ms"]["max"], max(want_ms)), \
-        "max %.3f vs %.3f" % (summary["lag_ms"]["max"], max(want_ms))
-    assert close_enough(summary["busy_ms"], sum(want_ms), rel=0.03, abs_=1.0), \
-        "busy %.1f vs %.1f" % (summary["busy_ms"], sum(want_ms))
+        assert in_range(got, want_lo, want_hi), "%s %.3f ms vs workload's %.3f..%.3f ms" % (
+            key, got, want_lo, want_hi)
+    assert in_range(summary["lag_ms"]["max"], max(lo), max(hi)), \
+        "max %.3f vs %.3f..%.3f" % (summary["lag_ms"]["max"], max(lo), max(hi))
+    assert in_range(summary["busy_ms"], sum(lo), sum(hi), rel=0.03, abs_=1.0), \
+        "busy %.1f vs %.1f..%.1f" % (summary["busy_ms"], sum(lo), sum(hi))
 
 
 def test_percentiles_match_workload_ground_truth(ctx):
@@ -46,7 +49,7 @@ def test_percentiles_match_workload_ground_truth(ctx):
         s = by_tid[t["tid"]]
         assert s["thread"] == t["profile"], s
         assert s["comm"] == "loopwork", s
-        assert_matches_truth(s, t["busy_ns"])
+        assert_matches_truth(s, t)
     mixed, fixed = (by_tid[t["tid"]] for t in truth["threads"])
     assert fixed["lag_ms"]["p50"] > 5 * mixed["lag_ms"]["p50"], "profiles not told apart"
     intervals = of_type(lines, "interval", pid=truth["pid"])
@@ -81,7 +84,7 @@ def test_exiting_and_late_processes(ctx):
         s = of_type(lines, "summary", pid=w.pid, tid=tid)
         assert len(s) == 1, "no summary for pid %d: %s" % (w.pid, lines[-5:])
         # the first wait may race with loopwatch for a process started after it
-        assert_matches_truth(s[0], truth["threads"][0]["busy_ns"])
+        assert_matches_truth(s[0], truth["threads"][0])
 
 
 def test_sigint_prints_summary(ctx):
@@ -174,3 +177,45 @@ def test_a_hung_loop_stays_in_view(ctx):
     assert busy == sorted(busy) and busy[-1] >= 2000, busy
     s = of_type(lines, "summary", pid=pid)[0]
     assert 2950 <= s["lag_ms"]["max"] <= 3300, s
+
+
+def stall_storm(ctx, json_out):
+    """A Python loop making ~5k stalls a second (--threshold 0.02) while loopwatch is
+    stopped for a second: the ring buffer overflows. Loopwatch's output as it came."""
+    script = ("import os, select, sys, time\n"
+              "ep = select.epoll()\n"
+              "print(os.getpid(), flush=True)\n"
+              "sys.stdin.readline()\n"
+              "end = time.monotonic() + 2.5\n"
+              "while time.monotonic() < end:\n"
+              "    ep.poll(0)\n"
+              "    t = time.perf_counter() + 0.0001\n"
+              "    while time.perf_counter() < t:\n"
+              "        pass\n")
+    w = Workload(["/usr/bin/python3", "-c", script])
+    lw = Loopwatch(ctx, "-p", w.pid, "-d", 30, "--threshold", 0.02, "--sample-hz", 100,
+                   json=json_out)
+    try:
+        lw.start()
+        w.go()
+        time.sleep(0.3)
+        os.kill(lw.proc.pid, signal.SIGSTOP)
+        time.sleep(1.0)
+        os.kill(lw.proc.pid, signal.SIGCONT)
+        w.wait()
+        return lw.stop()
+    finally:
+        w.kill()
+        lw.kill()
+
+
+def test_dropped_events_are_said_in_every_output(ctx):
+    """Events the kernel could not send up (a full ring buffer) are counted in the JSON
+    lines and the text, each interval and in the summary, never silently lost."""
+    lines = stall_storm(ctx, True)
+    dropped = of_type(lines, "dropped")
+    # one line per interval that lost events, and the summary's total last
+    assert len(dropped) >= 2 and all(d["events"] > 0 for d in dropped[:-1]), dropped
+    assert dropped[-1]["total"] == sum(d["events"] for d in dropped), dropped
+    text = stall_storm(ctx, False)
+    assert " DROPPED " in text and "Dropped: " in text, text[-2000:]

@@ -11,7 +11,7 @@ import tempfile
 import time
 import urllib.request
 
-from lwtest import Workload, free_port, tmpfile
+from lwtest import Workload, free_port, iteration_bounds, tmpfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # a kernel bucket is at most 1/32 of its lower bound wide: one that straddles an le
@@ -135,8 +135,14 @@ def ground_truth(path):
     return truth
 
 
-def assert_histogram_matches(samples, labels, busy_ns, what):
-    """One series of loopwatch_loop_iteration_seconds against recorded busy times."""
+def assert_histogram_matches(samples, labels, threads, what):
+    """One series of loopwatch_loop_iteration_seconds against the busy times the
+    threads recorded: each between what it measured and that plus its waits' edges."""
+    busy_ns, busy_hi_ns = [], []
+    for t in threads:
+        lo, hi = iteration_bounds(t)
+        busy_ns += [b * 1e6 for b in lo]
+        busy_hi_ns += [b * 1e6 for b in hi]
     n, tol = len(busy_ns), max(2, 0.005 * len(busy_ns))
     buckets = {l["le"]: v for l, v in select(samples, "loopwatch_loop_iteration_seconds_bucket",
                                              **labels)}
@@ -150,7 +156,7 @@ def assert_histogram_matches(samples, labels, busy_ns, what):
         # the kernel's iteration includes the syscall return and the loop's own
         # overhead, so it is a little above the workload's: never below it
         most = sum(1 for b in busy_ns if b <= le * 1e9)
-        least = sum(1 for b in busy_ns if b <= le * 1e9 * (1 - BUCKET_WIDTH) - 50000)
+        least = sum(1 for b in busy_hi_ns if b <= le * 1e9 * (1 - BUCKET_WIDTH) - 50000)
         assert least - tol <= got <= most + tol, \
             "%s: le %g has %d, the workload's durations allow %d..%d" % (what, le, got, least,
                                                                          most)
@@ -160,9 +166,9 @@ def assert_histogram_matches(samples, labels, busy_ns, what):
     iterations = one(samples, "loopwatch_loop_iterations_total", **labels)[1]
     assert count == inf and abs(iterations - n) <= 0.01 * n, \
         "%s: count %d, iterations_total %d vs %d" % (what, count, iterations, n)
-    total_s = sum(busy_ns) / 1e9
+    total_s, total_hi_s = sum(busy_ns) / 1e9, sum(busy_hi_ns) / 1e9
     sum_s = one(samples, "loopwatch_loop_iteration_seconds_sum", **labels)[1]
-    assert total_s * 0.999 <= sum_s <= total_s * 1.03, \
+    assert total_s * 0.999 <= sum_s <= total_hi_s * 1.03, \
         "%s: _sum %.4f s vs the workload's %.4f s" % (what, sum_s, total_s)
     busy = one(samples, "loopwatch_loop_busy_seconds_total", **labels)[1]
     assert abs(busy - sum_s) < 1e-6, "%s: busy_seconds_total %f vs _sum %f" % (what, busy, sum_s)
@@ -170,7 +176,7 @@ def assert_histogram_matches(samples, labels, busy_ns, what):
     # a stall is an iteration at or over --threshold, 10 ms by default
     stalls = one(samples, "loopwatch_stalls_total", **labels)[1]
     least = sum(1 for b in busy_ns if b >= 10e6)
-    most = sum(1 for b in busy_ns if b >= 10e6 - 50000)
+    most = sum(1 for b in busy_hi_ns if b >= 10e6 - 50000)
     assert least - tol <= stalls <= most + tol, \
         "%s: %d stalls, the workload's durations allow %d..%d" % (what, stalls, least, most)
 
@@ -230,15 +236,14 @@ def test_prom_metrics_match_workload_ground_truth(ctx):
     assert len(series) == 1, "one series for both threads, got %s" % series
     labels = series[0][0]
     assert labels["exe"] == exe and "cgroup" in labels and "pid" not in labels, labels
-    assert_histogram_matches(agg, labels, [b for t in truth["threads"] for b in t["busy_ns"]],
-                             "both threads")
+    assert_histogram_matches(agg, labels, truth["threads"], "both threads")
     assert one(agg, "loopwatch_loop_threads_tracked")[1] == 0, "threads exited"
     assert one(agg, "loopwatch_build_info")[0]["version"]
 
     for t in truth["threads"]:
         assert_histogram_matches(per, {"pid": str(truth["pid"]), "tid": str(t["tid"]),
                                        "comm": "loopwork"},
-                                 t["busy_ns"], "thread %s" % t["profile"])
+                                 [t], "thread %s" % t["profile"])
 
 
 def wait_for_metric(path, pred, timeout=15):

@@ -7,21 +7,21 @@ import subprocess
 import tempfile
 import time
 
-from lwtest import Loopwatch, line_requests, load_truth, of_type, run_traced, serve_traced, tmpfile
+from lwtest import (Loopwatch, in_range, line_requests, load_truth, of_type, run_traced,
+                    serve_traced, tmpfile)
 
 APPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "apps")
 THRESHOLD_MS = 5  # below the default 10 so that a fast disk's fsync still stalls
 
-# kind -> (injecting function, dominant component, its minimum share, blocking syscalls)
+# kind -> (injecting function, the component it injects, blocking syscalls)
 EXPECT = {
-    "cpu": ("inject_cpu_spin", "oncpu_ms", 0.8, None),
-    "sleep": ("inject_nanosleep", "blocked_ms", 0.8, ("clock_nanosleep", "nanosleep")),
-    # fsync burns real kernel CPU on the loop thread queueing the writeback (~10-15 %
-    # here): blocked must dominate, at a lower share than a pure sleep
-    "fsync": ("inject_fsync", "blocked_ms", 0.7, ("fsync",)),
-    "mutex": ("inject_mutex_wait", "blocked_ms", 0.8, ("futex",)),
-    "runq": ("inject_runq_starvation", "runq_ms", 0.8, None),
+    "cpu": ("inject_cpu_spin", "oncpu_ms", None),
+    "sleep": ("inject_nanosleep", "blocked_ms", ("clock_nanosleep", "nanosleep")),
+    "fsync": ("inject_fsync", "blocked_ms", ("fsync",)),
+    "mutex": ("inject_mutex_wait", "blocked_ms", ("futex",)),
+    "runq": ("inject_runq_starvation", "runq_ms", None),
 }
+PARTS = ("oncpu_ms", "blocked_ms", "runq_ms")
 
 
 def within(got, want, rel):
@@ -39,35 +39,96 @@ def frame_names(stack_frames):
     return {f["func"] for f in stack_frames}
 
 
+def with_edges(truth):
+    """Each record's busy time as the workload measured it, in ms, and how much more a
+    tracer may see: the run-queue time at the edges of the waits around it."""
+    recs = truth["records"]
+    edges = [r["edge_ns"] for r in recs] + [truth["last_edge_ns"]]
+    for i, r in enumerate(recs):
+        r["busy_ms"] = r["busy_ns"] / 1e6
+        r["edges_ms"] = (edges[i] + edges[i + 1]) / 1e6
+        oncpu, runq = r["oncpu_ns"] / 1e6, r["runq_ns"] / 1e6
+        r["parts"] = {"oncpu_ms": oncpu, "runq_ms": runq,
+                      "blocked_ms": max(0.0, r["busy_ms"] - oncpu - runq)}
+    return recs
+
+
+def match_stalls(records, stalls, threshold_ms):
+    """Stalls in order against the workload's iterations: one over the threshold by its
+    own measure must be a stall, one under it by less than its edges may be."""
+    pairs, stalls = [], list(stalls)
+    for r in records:
+        certain = r["busy_ms"] >= threshold_ms
+        possible = (r["busy_ms"] + r["edges_ms"]) * 1.03 + 0.3 >= threshold_ms
+        # 0.3 ms: a VM's vCPU may be taken away (steal time) at an edge, unseen by
+        # the thread's own counters
+        if stalls and possible and in_range(stalls[0]["duration_ms"], r["busy_ms"],
+                                            r["busy_ms"] + r["edges_ms"], rel=0.03, abs_=0.3):
+            pairs.append((r, stalls.pop(0)))
+        elif certain:
+            raise AssertionError("no stall for the workload's %.2f ms %s iteration; next "
+                                 "stalls %s" % (r["busy_ms"], r["kind"],
+                                                [s["duration_ms"] for s in stalls[:3]]))
+    assert not stalls, "stalls the workload did not see: %s" % [
+        (s["duration_ms"], s["cause"]) for s in stalls]
+    return pairs
+
+
+def check_breakdown(record, stall):
+    """oncpu/blocked/runq against the workload's own measure: on-CPU time from its CPU
+    clock and the time off CPU within 3 % of the iteration and 0.3 ms (plus the waits'
+    edges, run-queue time a tracer may also see); the split of the time off CPU between
+    asleep and waiting for a CPU also within 15 % of that time (schedstat's run_delay
+    runs on per-CPU clocks: a wait that moves between CPUs is counted approximately).
+    A further 8 % of the iteration: the task's CPU clock leaves out interrupt and steal
+    time (a VM), which a tracer sees as time on CPU."""
+    tol = 0.11 * record["busy_ms"] + 0.3
+    want, got = record["parts"], {k: stall[k] for k in PARTS}
+    off_want = want["blocked_ms"] + want["runq_ms"]
+    off_got = got["blocked_ms"] + got["runq_ms"]
+    split = tol + record["edges_ms"] + 0.15 * off_want
+    what = "%s: breakdown %s, the workload's own %s" % (
+        record["kind"], got, {k: round(v, 3) for k, v in want.items()})
+    assert abs(got["oncpu_ms"] - want["oncpu_ms"]) <= tol + record["edges_ms"], what
+    assert abs(off_got - off_want) <= tol + record["edges_ms"], what
+    for k in ("blocked_ms", "runq_ms"):
+        assert abs(got[k] - want[k]) <= split, what
+    # the cause is the workload's largest part, wherever it leads clearly
+    top, second = sorted(want.values(), reverse=True)[:2]
+    if top - second > 2 * split:
+        cause = {"oncpu_ms": "cpu", "blocked_ms": "blocked", "runq_ms": "runq"}[
+            max(want, key=want.get)]
+        assert stall["cause"] == cause, "cause %s; %s" % (stall["cause"], what)
+
+
 def check_kind(kind, record, stall, blocks):
-    func, component, share, syscalls = EXPECT[kind]
-    busy_ms = record["busy_ns"] / 1e6
-    assert within(stall["duration_ms"], busy_ms, 0.05), \
-        "%s: stall %.2f ms vs workload %.2f ms" % (kind, stall["duration_ms"], busy_ms)
-    parts = {k: stall[k] for k in ("oncpu_ms", "blocked_ms", "runq_ms")}
-    assert max(parts, key=parts.get) == component and \
-        parts[component] >= share * stall["duration_ms"], "%s: breakdown %s" % (kind, parts)
+    func, component, syscalls = EXPECT[kind]
+    check_breakdown(record, stall)
     names = set()
     for s in stall["stacks"]:
         names |= frame_names(s["frames"])
-    assert func in names, "%s: %s not in the stall's stacks: %s" % (kind, func, sorted(names))
-    # the culprit is named: enough samples (or the blocking stack) to find the function
-    assert func in stall["top"], "%s: top %r" % (kind, stall["top"])
+    found = {"stacks": func in names}
+    # the culprit is named where the iteration was what it injected, by its own measure
+    if record["clean"]:
+        found["top"] = func in stall["top"]
     if not syscalls:
-        return
-    call_ms = record["call_ns"] / 1e6
-    # the blocking call made inside this very iteration
+        return found
+    call_ms, call_runq_ms = record["call_ns"] / 1e6, record["call_runq_ns"] / 1e6
+    # the blocking call made inside this very iteration: its time is the workload's
+    # timing of it, less any wait for a CPU before it slept
     inside = [b for b in blocks if stall["ts"] - 0.001 <= b["ts"] <=
               stall["ts"] + stall["duration_ms"] / 1000]
     mine = [b for b in inside if b["syscall"] in syscalls and
-            within(b["duration_ms"], call_ms, 0.05)]
-    assert mine, "%s: no %s blocking_call of %.2f ms: %s" % (
-        kind, syscalls, call_ms, [(b["syscall"], b["duration_ms"]) for b in blocks])
-    assert func in frame_names(mine[0]["stack"]), "%s: %s" % (kind, mine[0]["stack"])
+            in_range(b["duration_ms"], call_ms - call_runq_ms, call_ms, rel=0.05, abs_=0.2)]
+    assert mine, "%s: no %s blocking_call of %.2f ms (%.2f waiting for a CPU): %s" % (
+        kind, syscalls, call_ms, call_runq_ms,
+        [(b["syscall"], b["duration_ms"]) for b in blocks])
+    found["call"] = func in frame_names(mine[0]["stack"])
     assert any(s["name"] in syscalls for s in stall["syscalls"]), stall["syscalls"]
     if kind == "fsync":
         assert "stallwork-" in mine[0].get("path", ""), mine[0]
         assert isinstance(mine[0].get("fd"), int), mine[0]
+    return found
 
 
 def test_each_cause_is_a_stall_with_the_right_breakdown_and_stack(ctx):
@@ -75,48 +136,82 @@ def test_each_cause_is_a_stall_with_the_right_breakdown_and_stack(ctx):
     truth, lines = run_stallwork(ctx, ",".join(kinds), 3)
     stalls = sorted(of_type(lines, "stall", pid=truth["pid"]), key=lambda s: s["ts"])
     blocks = of_type(lines, "blocking_call", pid=truth["pid"])
-    records = [r for r in truth["records"] if r["busy_ns"] >= THRESHOLD_MS * 1e6]
-    assert len(stalls) == len(records), "%d stalls for %d slow iterations: %s" % (
-        len(stalls), len(records), [(s["duration_ms"], s["cause"]) for s in stalls])
-    # every cause was injected and checked, none slipped under the threshold
-    assert sorted({r["kind"] for r in records}) == sorted(EXPECT), \
-        [(r["kind"], r["busy_ns"] / 1e6) for r in truth["records"]]
-    for record, stall in zip(records, stalls):
+    records = with_edges(truth)
+    pairs = match_stalls(records, stalls, THRESHOLD_MS)
+    # every cause was injected and checked
+    assert sorted({r["kind"] for r, _ in pairs}) == sorted(EXPECT), \
+        [(r["kind"], r["busy_ms"]) for r in records]
+    # where the injecting function was found: in the stall's stacks, in its top frames
+    # (iterations that were their kind by their own measure), in the blocking call's stack
+    found = {}
+    for record, stall in pairs:
         assert stall["tid"] == truth["tid"], stall
-        check_kind(record["kind"], record, stall, blocks)
+        for where, ok in check_kind(record["kind"], record, stall, blocks).items():
+            found.setdefault((record["kind"], where), []).append((ok, stall["top"]))
+    # each in at least one of its repeats, in a stack of the stall or of its blocking
+    # call; a CPU spin also in the top frames. A stack walk from inside a libc function
+    # built without frame pointers recovers its caller from the saved stack words, and
+    # that fails for some captures (pthread_mutex_lock, write: see the README's limits)
+    for kind in sorted({k for k, _ in found}):
+        oks = found.get((kind, "stacks"), []) + found.get((kind, "call"), [])
+        assert any(ok for ok, _ in oks), "%s: %s in no stack: %s" % (kind, EXPECT[kind][0], oks)
+    cpu_tops = found.get(("cpu", "top"), [])
+    assert not cpu_tops or any(ok for ok, _ in cpu_tops), cpu_tops
     summary = of_type(lines, "summary", pid=truth["pid"])
-    assert summary and summary[0]["iterations"] == len(truth["records"]), summary
-    # the per-thread sums hold each injected kind's time
-    kind_ms = lambda *kinds: sum(r["call_ns"] for r in truth["records"]
-                                 if r["kind"] in kinds) / 1e6
+    assert summary and summary[0]["iterations"] == len(records), summary
+    # the per-thread sums are the workload's own sums
     s = summary[0]
-    assert s["blocked_ms"] >= 0.9 * kind_ms("sleep", "mutex") + 0.7 * kind_ms("fsync"), s
-    assert s["runq_ms"] >= 0.8 * kind_ms("runq") and s["oncpu_ms"] >= 0.8 * kind_ms("cpu"), s
+    busy = sum(r["busy_ms"] for r in records)
+    edges = sum(r["edges_ms"] for r in records)
+    tol = 0.10 * busy + 1.0
+    off = sum(r["parts"]["blocked_ms"] + r["parts"]["runq_ms"] for r in records)
+    for k in PARTS:
+        want = sum(r["parts"][k] for r in records)
+        slack = tol + edges + (0.15 * off if k != "oncpu_ms" else 0)
+        assert abs(s[k] - want) <= slack, "%s %.1f vs the workload's %.1f: %s" % (k, s[k],
+                                                                                  want, s)
     assert abs(s["oncpu_ms"] + s["blocked_ms"] + s["runq_ms"] - s["busy_ms"]) < 0.01, s
 
 
 def test_no_stall_under_the_threshold(ctx):
+    """2 ms iterations are no stalls, unless the workload itself saw one take longer
+    (a loaded host): exactly those are."""
     truth, lines = run_stallwork(ctx, "small", 40)
-    assert all(r["busy_ns"] < THRESHOLD_MS * 1e6 for r in truth["records"])
-    assert not of_type(lines, "stall"), of_type(lines, "stall")
+    records = with_edges(truth)
+    stalls = sorted(of_type(lines, "stall", pid=truth["pid"]), key=lambda s: s["ts"])
+    pairs = match_stalls(records, stalls, THRESHOLD_MS)
+    assert all(r["busy_ms"] >= THRESHOLD_MS * 0.99 - r["edges_ms"] for r, _ in pairs), pairs
     s = of_type(lines, "summary", pid=truth["pid"])
     assert s and s[0]["iterations"] == 40, s
 
 
 def test_python_time_sleep_in_asyncio_handler(ctx):
-    """Debian's python3: time.sleep(0.03) in a handler is a blocked stall."""
-    app = ["/usr/bin/python3", os.path.join(APPS, "py_sleep_server.py")]
+    """Debian's python3: time.sleep(0.03) in a handler is a blocked stall; its time asleep
+    and its blocking call are what the handler timed itself, less (for the time asleep)
+    what it waited for a CPU after waking."""
+    truth = tmpfile(".txt")
+    app = ["/usr/bin/python3", os.path.join(APPS, "py_sleep_server.py"), "--truth", truth]
     pid, _, lines = serve_traced(ctx, app, lambda port: line_requests(port, 5), seconds=4)
-    stalls = [s for s in of_type(lines, "stall", pid=pid) if s["cause"] == "blocked"]
-    assert len(stalls) >= 5, [(s["duration_ms"], s["cause"]) for s in of_type(lines, "stall")]
-    for s in stalls:
-        assert s["duration_ms"] >= 30 and s["blocked_ms"] >= 0.8 * s["duration_ms"], s
-        assert any(c["name"] == "clock_nanosleep" for c in s["syscalls"]), s["syscalls"]
-    blocks = [b for b in of_type(lines, "blocking_call", pid=pid)
-              if b["syscall"] == "clock_nanosleep"]
-    # the wake-up may wait a little for a CPU: that is part of the call's time
-    assert len(blocks) >= 5 and all(29.5 <= b["duration_ms"] <= 40 for b in blocks), \
-        [b["duration_ms"] for b in blocks]
+    with open(truth) as f:
+        sleeps = [tuple(int(v) / 1e6 for v in l.split()) for l in f if l.strip()]
+    os.unlink(truth)
+    assert len(sleeps) == 5, sleeps
+    stalls = sorted((s for s in of_type(lines, "stall", pid=pid)
+                     if any(c["name"] == "clock_nanosleep" for c in s["syscalls"])),
+                    key=lambda s: s["ts"])
+    assert len(stalls) == 5, [(s["duration_ms"], s["cause"]) for s in of_type(lines, "stall")]
+    for s, (sleep_ms, runq_ms) in zip(stalls, sleeps):
+        assert in_range(s["blocked_ms"], sleep_ms - runq_ms, sleep_ms, rel=0.05, abs_=0.5), \
+            "asleep %.2f ms; the handler slept %.2f ms, %.2f of it waiting for a CPU: %s" % (
+                s["blocked_ms"], sleep_ms, runq_ms, s)
+        assert s["duration_ms"] >= sleep_ms - runq_ms, s
+    blocks = sorted((b for b in of_type(lines, "blocking_call", pid=pid)
+                     if b["syscall"] == "clock_nanosleep"), key=lambda b: b["ts"])
+    # the wake-up's wait for a CPU is part of the call's time
+    assert len(blocks) == 5 and all(
+        in_range(b["duration_ms"], sleep_ms - runq_ms, sleep_ms, rel=0.05, abs_=0.5)
+        for b, (sleep_ms, runq_ms) in zip(blocks, sleeps)), \
+        ([b["duration_ms"] for b in blocks], sleeps)
 
 
 def test_blocking_reads_name_their_own_files(ctx):

@@ -3,9 +3,14 @@
 #ifndef LOOPWATCH_GROUNDTRUTH_H
 #define LOOPWATCH_GROUNDTRUTH_H
 
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -119,6 +124,60 @@ static inline int iter_records__write(const char *path, const char *key, const c
 			key, v[i].label, v[i].start_wall, (unsigned long long)v[i].busy_ns);
 	fprintf(f, "]}\n");
 	return fclose(f);
+}
+
+/*
+ * What the scheduler did to the calling thread, as the thread measures it
+ * itself: on-CPU time from its CPU clock (exact: the kernel brings the
+ * running task's sum up to date for it, which /proc's schedstat does not),
+ * run-queue time from /proc/thread-self/schedstat's run_delay (exact for
+ * every wait for a CPU that has ended), and its involuntary context switches
+ * (getrusage), which say whether it was preempted at all.
+ */
+struct sched_truth {
+	uint64_t oncpu_ns;
+	uint64_t runq_ns;
+	uint64_t preempted;
+};
+
+/* The calling thread's own schedstat, opened once per thread. */
+static inline int sched_truth__open(void)
+{
+	return open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+}
+
+static inline void sched_truth__read(int fd, struct sched_truth *t)
+{
+	unsigned long long exec_ns = 0, run_delay_ns = 0;
+	struct timespec ts;
+	struct rusage ru;
+	char buf[96];
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+
+	buf[n > 0 ? n : 0] = '\0';
+	if (sscanf(buf, "%llu %llu", &exec_ns, &run_delay_ns) != 2)
+		run_delay_ns = 0;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	getrusage(RUSAGE_THREAD, &ru);
+	t->oncpu_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	t->runq_ns = run_delay_ns;
+	t->preempted = (uint64_t)ru.ru_nivcsw;
+}
+
+/*
+ * Time a tracer may count as busy that the thread could not time itself: the
+ * moments between a wait call's return and the thread's first clock read, or
+ * its last clock read and the next wait call. Only a preemption makes them
+ * more than a microsecond; when the thread was preempted across the wait
+ * (before: read just before the wait call, after: just after its return),
+ * they are at most the run-queue time of that window.
+ */
+static inline uint64_t sched_truth__edge_ns(const struct sched_truth *before,
+					    const struct sched_truth *after)
+{
+	if (after->preempted == before->preempted)
+		return 0;
+	return after->runq_ns - before->runq_ns;
 }
 
 /* Deterministic xorshift: the same seed gives the same stall pattern. */

@@ -2,14 +2,16 @@
 /*
  * A deterministic epoll loop on a timerfd. Each loop thread injects busy work
  * of known lengths and records, as ground truth, the time from each
- * epoll_wait return to the next epoll_wait call.
+ * epoll_wait return to the next epoll_wait call, and around each wait how
+ * much a tracer may see beyond that if the thread was preempted right at the
+ * wait's edges (groundtruth.h).
  *
  * usage: loopwork OUT.json PROFILE[,PROFILE...] ITERATIONS [--spinner] [--go]
  *   PROFILE: mixed (mostly sub-ms, a tail to 20 ms) | fixed3 (3 ms each)
  *   --spinner: one more thread that never calls a wait function
  *   --go: wait for a line on stdin before starting (lets a tracer attach)
  */
-#define _GNU_SOURCE
+#include "groundtruth.h"
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -18,7 +20,6 @@
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
-#include "groundtruth.h"
 
 struct loop_thread {
 	pthread_t thread;
@@ -27,6 +28,7 @@ struct loop_thread {
 	int iterations;
 	int tid;
 	uint64_t *busy_ns;
+	uint64_t *edge_ns;	/* per wait: before iteration i, and after the last */
 };
 
 static volatile bool spinner_stop;
@@ -51,8 +53,9 @@ static void *loop__run(void *arg)
 	struct loop_thread *lt = arg;
 	struct itimerspec its = { .it_interval.tv_nsec = 2000000, .it_value.tv_nsec = 2000000 };
 	struct epoll_event ev = { .events = EPOLLIN }, out[4];
-	int ep, tfd;
+	int ep, tfd, sfd;
 	uint64_t expirations;
+	struct sched_truth before, after;
 
 	lt->tid = (int)syscall(SYS_gettid);
 	pthread_setname_np(pthread_self(), lt->profile);
@@ -63,20 +66,28 @@ static void *loop__run(void *arg)
 		perror("loopwork: setup");
 		exit(1);
 	}
+	sfd = sched_truth__open();
+	sched_truth__read(sfd, &before);
 	for (int i = 0; i < lt->iterations; i++) {
 		uint64_t t0, want;
 
 		if (epoll_wait(ep, out, 4, -1) < 0)
 			continue;
 		t0 = now_ns();
+		sched_truth__read(sfd, &after);
+		lt->edge_ns[i] = sched_truth__edge_ns(&before, &after);
 		if (read(tfd, &expirations, sizeof(expirations)) < 0)
 			perror("loopwork: read");
 		want = busy_for(lt->profile, &lt->seed);
 		spin_ns(want);
+		sched_truth__read(sfd, &before);
 		lt->busy_ns[i] = now_ns() - t0;
 	}
 	/* a last wait closes the last iteration for a tracer */
 	epoll_wait(ep, out, 4, 0);
+	sched_truth__read(sfd, &after);
+	lt->edge_ns[lt->iterations] = sched_truth__edge_ns(&before, &after);
+	close(sfd);
 	close(tfd);
 	close(ep);
 	return NULL;
@@ -109,6 +120,9 @@ static void truth__write(const char *path, struct loop_thread *lts, int n)
 			lts[t].tid, lts[t].profile);
 		for (int i = 0; i < lts[t].iterations; i++)
 			fprintf(f, "%s%llu", i ? "," : "", (unsigned long long)lts[t].busy_ns[i]);
+		fprintf(f, "],\"edge_ns\":[");
+		for (int i = 0; i <= lts[t].iterations; i++)
+			fprintf(f, "%s%llu", i ? "," : "", (unsigned long long)lts[t].edge_ns[i]);
 		fprintf(f, "]}");
 	}
 	fprintf(f, "]}\n");
@@ -145,6 +159,7 @@ int main(int argc, char **argv)
 		lts[n] = (struct loop_thread){ .profile = p, .seed = 2463534242u + (uint32_t)n,
 					       .iterations = iterations };
 		lts[n].busy_ns = calloc((size_t)iterations, sizeof(uint64_t));
+		lts[n].edge_ns = calloc((size_t)iterations + 1, sizeof(uint64_t));
 	}
 	if (with_spinner)
 		pthread_create(&spinner, NULL, spinner__run, NULL);

@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * An epoll loop that injects one kind of stall per iteration, each in its own
- * named function, and records ground truth: every iteration's busy time and
- * the duration of the injected call.
+ * named function, and records ground truth: every iteration's busy time, the
+ * duration of the injected call, and what the scheduler did to the thread
+ * meanwhile as the thread measured it itself (on-CPU and run-queue time, and
+ * the edges of its waits: groundtruth.h). A stall whose own breakdown is not
+ * mostly its kind (a loaded host starved the CPU spin) is recorded as such
+ * and injected again, up to 4 * REPEAT times, until REPEAT are.
  *
  * usage: stallwork OUT.json KIND[,KIND...] REPEAT [--go]
  *   KIND: cpu (spin ~25 ms) | sleep (nanosleep ~30 ms) | fsync (write+fsync)
@@ -15,6 +19,7 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -33,7 +38,14 @@ struct record {
 	const char *kind;
 	uint64_t busy_ns;
 	uint64_t call_ns;
+	uint64_t call_runq_ns;	/* of call_ns, waiting for a CPU */
+	uint64_t oncpu_ns;	/* of busy_ns, on a CPU */
+	uint64_t runq_ns;	/* of busy_ns, waiting for a CPU */
+	uint64_t edge_ns;	/* the wait before it: what a tracer may see beyond busy_ns */
+	bool clean;		/* its kind's share of busy_ns was what the kind injects */
 };
+
+static int sched_fd;
 
 static struct record records[MAX_RECORDS];
 static int nrecords;
@@ -55,10 +67,15 @@ __attribute__((noinline)) void inject_cpu_spin(struct record *r)
 __attribute__((noinline)) void inject_nanosleep(struct record *r)
 {
 	struct timespec ts = { .tv_nsec = 30000000 };
-	uint64_t t0 = now_ns();
+	struct sched_truth a, b;
+	uint64_t t0;
 
+	sched_truth__read(sched_fd, &a);
+	t0 = now_ns();
 	nanosleep(&ts, NULL);
 	r->call_ns = now_ns() - t0;
+	sched_truth__read(sched_fd, &b);
+	r->call_runq_ns = b.runq_ns - a.runq_ns;
 }
 
 /*
@@ -89,23 +106,32 @@ static void journals__prepare(int count)
 
 __attribute__((noinline)) void inject_fsync(struct record *r)
 {
-	uint64_t t0 = now_ns();
+	struct sched_truth a, b;
+	uint64_t t0;
 
-	fsync(journal_fds[next_journal++ % MAX_JOURNALS]);
+	sched_truth__read(sched_fd, &a);
+	t0 = now_ns();
+	fsync(journal_fds[next_journal++ % njournals]);
 	r->call_ns = now_ns() - t0;
+	sched_truth__read(sched_fd, &b);
+	r->call_runq_ns = b.runq_ns - a.runq_ns;
 }
 
 __attribute__((noinline)) void inject_mutex_wait(struct record *r)
 {
+	struct sched_truth a, b;
 	uint64_t t0, one = 1;
 
 	if (write(holder_efd, &one, sizeof(one)) != sizeof(one))
 		exit(3);
 	while (!atomic_load(&holder_has_lock))
 		;
+	sched_truth__read(sched_fd, &a);
 	t0 = now_ns();
 	pthread_mutex_lock(&held);
 	r->call_ns = now_ns() - t0;
+	sched_truth__read(sched_fd, &b);
+	r->call_runq_ns = b.runq_ns - a.runq_ns;
 	pthread_mutex_unlock(&held);
 	atomic_store(&holder_has_lock, 0);
 }
@@ -179,6 +205,28 @@ static void *competitor__run(void *arg)
 	return NULL;
 }
 
+/*
+ * Is the iteration the kind it injected, by its own measure? The share of its
+ * busy time in the injected component: on CPU for a spin, asleep for the
+ * blocking kinds (fsync also burns kernel CPU queueing the writeback), waiting
+ * for a CPU for starvation.
+ */
+static bool record__clean(const struct record *r)
+{
+	uint64_t off = r->oncpu_ns + r->runq_ns, blocked = r->busy_ns > off ? r->busy_ns - off : 0;
+	double busy = (double)r->busy_ns;
+
+	if (!strcmp(r->kind, "cpu") || !strcmp(r->kind, "named"))
+		return r->oncpu_ns >= 0.8 * busy;
+	if (!strcmp(r->kind, "sleep") || !strcmp(r->kind, "mutex"))
+		return blocked >= 0.8 * busy;
+	if (!strcmp(r->kind, "fsync"))
+		return blocked >= 0.7 * busy;
+	if (!strcmp(r->kind, "runq"))
+		return r->runq_ns >= 0.8 * busy;
+	return true;
+}
+
 static void (*injector(const char *kind))(struct record *)
 {
 	if (!strcmp(kind, "cpu"))
@@ -198,7 +246,7 @@ static void (*injector(const char *kind))(struct record *)
 	return NULL;
 }
 
-static void truth__write(const char *path)
+static void truth__write(const char *path, uint64_t last_edge_ns)
 {
 	FILE *f = fopen(path, "w");
 
@@ -206,11 +254,17 @@ static void truth__write(const char *path)
 		exit(1);
 	fprintf(f, "{\"pid\":%d,\"tid\":%ld,\"fsync_path\":\"%s\",\"records\":[", getpid(),
 		syscall(SYS_gettid), fsync_path);
-	for (int i = 0; i < nrecords; i++)
-		fprintf(f, "%s{\"kind\":\"%s\",\"busy_ns\":%llu,\"call_ns\":%llu}", i ? "," : "",
-			records[i].kind, (unsigned long long)records[i].busy_ns,
-			(unsigned long long)records[i].call_ns);
-	fprintf(f, "]}\n");
+	for (int i = 0; i < nrecords; i++) {
+		const struct record *r = &records[i];
+
+		fprintf(f, "%s{\"kind\":\"%s\",\"busy_ns\":%llu,\"call_ns\":%llu,"
+			"\"call_runq_ns\":%llu,\"oncpu_ns\":%llu,\"runq_ns\":%llu,\"edge_ns\":%llu,"
+			"\"clean\":%s}", i ? "," : "", r->kind, (unsigned long long)r->busy_ns,
+			(unsigned long long)r->call_ns, (unsigned long long)r->call_runq_ns,
+			(unsigned long long)r->oncpu_ns, (unsigned long long)r->runq_ns,
+			(unsigned long long)r->edge_ns, r->clean ? "true" : "false");
+	}
+	fprintf(f, "],\"last_edge_ns\":%llu}\n", (unsigned long long)last_edge_ns);
 	fclose(f);
 }
 
@@ -221,6 +275,7 @@ int main(int argc, char **argv)
 	char *kinds[16], *list;
 	int nkinds = 0, repeat, ep, tfd;
 	pthread_t holder, competitor;
+	struct sched_truth before, after;
 	uint64_t expirations;
 
 	if (argc < 4) {
@@ -238,7 +293,7 @@ int main(int argc, char **argv)
 	pthread_create(&competitor, NULL, competitor__run, NULL);
 	for (int k = 0; k < nkinds; k++) {
 		if (!strcmp(kinds[k], "fsync"))
-			journals__prepare(repeat);
+			journals__prepare(repeat + 2);	/* and a couple for the retries */
 	}
 	/*
 	 * Ahead of ordinary jobs (we are root in the tests): background work on
@@ -258,29 +313,41 @@ int main(int argc, char **argv)
 	tfd = timerfd_create(CLOCK_MONOTONIC, 0);
 	epoll_ctl(ep, EPOLL_CTL_ADD, tfd, &ev);
 	timerfd_settime(tfd, 0, &its, NULL);
+	sched_fd = sched_truth__open();
+	sched_truth__read(sched_fd, &before);
 	for (int k = 0; k < nkinds; k++) {
 		void (*inject)(struct record *) = injector(kinds[k]);
+		int clean = 0;
 
 		if (!inject) {
 			fprintf(stderr, "stallwork: unknown kind %s\n", kinds[k]);
 			return 2;
 		}
-		for (int i = 0; i < repeat && nrecords < MAX_RECORDS; i++) {
+		for (int i = 0; clean < repeat && i < 4 * repeat && nrecords < MAX_RECORDS; i++) {
 			struct record *r = &records[nrecords++];
+			struct sched_truth start;
 			uint64_t t0;
 
 			epoll_wait(ep, out, 4, -1);
 			t0 = now_ns();
+			sched_truth__read(sched_fd, &start);
+			r->edge_ns = sched_truth__edge_ns(&before, &start);
 			if (read(tfd, &expirations, sizeof(expirations)) < 0)
 				return 1;
 			r->kind = kinds[k];
 			inject(r);
+			sched_truth__read(sched_fd, &before);
 			r->busy_ns = now_ns() - t0;
+			r->oncpu_ns = before.oncpu_ns - start.oncpu_ns;
+			r->runq_ns = before.runq_ns - start.runq_ns;
+			r->clean = record__clean(r);
+			clean += r->clean;
 		}
 	}
 	epoll_wait(ep, out, 4, 0);
+	sched_truth__read(sched_fd, &after);
 	for (int i = 0; i < njournals; i++)
 		close(journal_fds[i]);
-	truth__write(argv[1]);
+	truth__write(argv[1], sched_truth__edge_ns(&before, &after));
 	return 0;
 }

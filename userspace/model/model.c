@@ -196,6 +196,8 @@ void model__end_interval(struct model *m, double interval_s, double run_s)
 
 	m->interval_s = interval_s;
 	m->run_s = run_s;
+	m->interval_dropped = m->events_dropped - m->dropped_at_interval;
+	m->dropped_at_interval = m->events_dropped;
 	for (size_t i = 0; i < m->nthreads; i++) {
 		struct loop_thread *t = m->threads[i];
 
@@ -520,6 +522,9 @@ void model__drain(struct model *m, const struct model_source *src, unsigned int 
 			m->threads[i]->seen = false;
 		if (src->loops)
 			src->loops(src->ctx, model__ingest, m);
+		/* lost events are said in every output, each interval */
+		if (src->counters)
+			src->counters(src->ctx, &m->events_dropped, &m->loops_full);
 	}
 	if (what & MODEL_AGGREGATES)
 		model__drain_aggregates(m, src);

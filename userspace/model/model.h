@@ -132,9 +132,11 @@ struct model {
 	} recent[MODEL_RECENT_STALLS];	/* a ring of the latest stalls */
 	size_t nrecent;
 	double run_s;		/* time since tracing started */
-	__u64 events_dropped;	/* kernel self counters, at the last aggregates drain */
+	__u64 events_dropped;	/* kernel self counters, at the last drain */
 	__u64 loops_full;
 	struct attribution *attr;	/* stall time by function (attribution.c) */
+	__u64 interval_dropped;	/* events lost to a full ring buffer in the last interval */
+	__u64 dropped_at_interval;	/* events_dropped when the last interval closed */
 	struct lw_hist scratch;	/* one interval's histogram, while it is computed */
 	const struct model_source *src;	/* of the drain under way */
 };

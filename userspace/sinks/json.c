@@ -78,6 +78,13 @@ static void functions__json(FILE *out, const struct model *m, double ts, bool in
 	free(v);
 }
 
+/* Stalls, blocking and probed calls the kernel could not send up: the ring buffer was full. */
+static void dropped__json(FILE *out, double ts, __u64 events, __u64 total)
+{
+	fprintf(out, "{\"type\":\"dropped\",\"ts\":%.3f,\"events\":%llu,\"total\":%llu}\n", ts,
+		(unsigned long long)events, (unsigned long long)total);
+}
+
 static void json__interval(struct sink *s, const struct model *m, double ts)
 {
 	FILE *out = s->priv;
@@ -88,6 +95,8 @@ static void json__interval(struct sink *s, const struct model *m, double ts)
 		loop_view__json(out, "interval", ts, v[i], &v[i]->interval);
 	free(v);
 	functions__json(out, m, ts, true);
+	if (m->interval_dropped)
+		dropped__json(out, ts, m->interval_dropped, m->events_dropped);
 	fflush(out);
 }
 
@@ -130,6 +139,8 @@ static void probes__json(FILE *out, const struct model *m, double ts)
 static int json__summary(struct sink *s, const struct model *m, double ts)
 {
 	FILE *out = s->priv;
+	if (m->events_dropped)
+		dropped__json(out, ts, m->events_dropped - m->dropped_at_interval, m->events_dropped);
 	syscalls__json(out, m, ts);
 	probes__json(out, m, ts);
 	functions__json(out, m, ts, false);

@@ -34,6 +34,10 @@ static void text__interval(struct sink *s, const struct model *m, double ts)
 		loop_row__format(row, sizeof(row), v[i], &v[i]->interval, m->interval_s);
 		fprintf(out, "%s\n", row);
 	}
+	if (m->interval_dropped)
+		fprintf(out, "%s DROPPED %llu events: the ring buffer was full (%llu in all)\n", when,
+			(unsigned long long)m->interval_dropped,
+			(unsigned long long)m->events_dropped);
 	fputc('\n', out);
 	free(v);
 	fflush(out);
@@ -164,8 +168,11 @@ void text__summary_print(FILE *out, const struct model *m)
 	size_t n;
 	struct loop_thread **v = model__sorted(m, true, &n);
 
-	fprintf(out, "Summary: %zu loop threads over %.1f s\n%s\n", n, m->run_s,
-		loop_row__header());
+	fprintf(out, "Summary: %zu loop threads over %.1f s\n", n, m->run_s);
+	if (m->events_dropped)
+		fprintf(out, "Dropped: %llu events (stalls, blocking and probed calls) lost to a "
+			"full ring buffer\n", (unsigned long long)m->events_dropped);
+	fprintf(out, "%s\n", loop_row__header());
 	for (size_t i = 0; v && i < n; i++) {
 		loop_thread__summary(v[i], &sum);
 		loop_row__format(row, sizeof(row), v[i], &sum, m->run_s);

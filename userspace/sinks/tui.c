@@ -171,6 +171,10 @@ static void tui__draw(struct tui *t)
 	mvprintw(0, 0, "loopwatch  %s  interval %.1fs%s  q quit  s sort  p pause  / filter%s%s  "
 		 "arrows+Enter: a thread", when, m->interval_s, t->paused ? "  PAUSED" : "",
 		 t->filter[0] || t->editing ? ": " : "", t->filter);
+	if (m->events_dropped)
+		mvprintw(1, 0, "DROPPED %llu events (ring buffer full), %llu this interval",
+			 (unsigned long long)m->events_dropped,
+			 (unsigned long long)m->interval_dropped);
 	if (t->open_tid) {
 		thread__draw(t);
 		refresh();

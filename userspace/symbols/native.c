@@ -42,7 +42,7 @@
  */
 #define MAX_FILE_SYMS		(1u << 20)
 #define MAX_FILE_NAME_BYTES	(32u << 20)
-#define MAX_FILE_LOAD_NS	300000000ull
+#define MAX_FILE_LOAD_NS	500000000ull
 #define MAX_CACHE_BYTES		(256ull << 20)
 #define SYM_OVER_BUDGET		"[symbols over budget]"
 #define MAX_KALLSYMS_BYTES	(256u << 20)
