@@ -8,7 +8,8 @@ BPFTOOL ?= bpftool
 ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 
 CFLAGS ?= -O2 -g
-CFLAGS += -std=gnu11 -Wall -Wextra -Werror -I$(OUT) -Ibpf -Iuserspace
+# SAN: sanitizer flags for userspace (make check-sanitize sets them)
+CFLAGS += -std=gnu11 -Wall -Wextra -Werror -I$(OUT) -Ibpf -Iuserspace $(SAN)
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(OUT) -Ibpf -Wall -Werror
 LDLIBS := -lbpf -ldw -lelf -lz -lncursesw -lstdc++
 
@@ -24,7 +25,7 @@ FUZZERS := $(patsubst tests/fuzz/%.c,$(OUT)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.
 WORKLOADS := $(patsubst tests/workloads/%.c,$(OUT)/workloads/%,$(wildcard tests/workloads/*.c)) \
 	$(OUT)/workloads/chainwork_split
 
-.PHONY: all run test bench clean deps test-deps
+.PHONY: all run test bench clean deps test-deps check-sanitize sanitize-build
 
 all: $(OUT)/loopwatch
 
@@ -112,6 +113,21 @@ run: $(OUT)/loopwatch
 LOAD ?= 0
 test: $(OUT)/loopwatch $(UNIT_TESTS) $(WORKLOADS) $(FUZZERS) $(OUT)/.test-deps
 	python3 tests/run.py --build $(OUT) --load $(LOAD)
+
+# ASan + UBSan (gcc's libasan/libubsan): loopwatch, the unit tests and the fuzz
+# targets in $(OUT)-san; the unit tests, each fuzz target for FUZZ_SECONDS and a short
+# end-to-end subset (hostile input, stalls, Python frames) run against them. ~3 min.
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_SECONDS ?= 20
+SAN_E2E := unit. test_hostile test_loop.test_percentiles test_loop.test_dropped \
+	test_stalls.test_each test_python.test_asyncio test_probes.test_python
+sanitize-build: $(OUT)/loopwatch $(UNIT_TESTS) $(WORKLOADS) $(FUZZERS)
+
+# every fuzz target (fuzz.: tests/run.py knows their seeds), FUZZ_SECONDS each
+check-sanitize: $(OUT)/.test-deps
+	$(MAKE) OUT=$(OUT)-san SAN="$(SAN_FLAGS)" sanitize-build
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 FUZZ_SECONDS=$(FUZZ_SECONDS) \
+		python3 tests/run.py --build $(OUT)-san fuzz. $(SAN_E2E)
 
 bench: $(OUT)/loopwatch $(OUT)/workloads/chainwork
 	$(MAKE) -C tools/bench OUT=$(abspath $(OUT))

@@ -42,6 +42,8 @@ FUZZ_SEEDS = {
                  "{build}/workloads/chainwork_split.debug"],
     "fuzz_perfmap": [os.path.join(HERE, "fuzz", "seeds", "perf.map")],
     "fuzz_demangle": [os.path.join(HERE, "fuzz", "seeds", "name%d.txt" % i) for i in range(1, 6)],
+    "fuzz_maps": ["/proc/self/maps", "/proc/1/maps"],
+    "fuzz_elf": ["{build}/workloads/stallwork", "/usr/lib/x86_64-linux-gnu/libz.so.1"],
 }
 
 
@@ -104,7 +106,8 @@ def main():
 
 
 def run_all(build, only):
-    """Every unit test binary, then every e2e test: (passed, names of the failed)."""
+    """Every unit test binary, the fuzz targets, then every e2e test: (passed, names of
+    the failed)."""
     passed, failed = 0, []
     for path in unit_tests(build):
         name = "unit." + os.path.basename(path)
@@ -121,7 +124,7 @@ def run_all(build, only):
             failed.append(name)
     for path in fuzz_targets(build):
         name = "fuzz." + os.path.basename(path)
-        if args.only and not any(o in name for o in args.only):
+        if only and not any(o in name for o in only):
             continue
         t0 = time.time()
         r = subprocess.run(fuzz_argv(build, path), stdout=subprocess.PIPE,

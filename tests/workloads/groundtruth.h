@@ -3,9 +3,6 @@
 #ifndef LOOPWATCH_GROUNDTRUTH_H
 #define LOOPWATCH_GROUNDTRUTH_H
 
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,6 +12,10 @@
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifndef RUSAGE_THREAD
+#define RUSAGE_THREAD 1	/* Linux's, declared only under _GNU_SOURCE */
+#endif
 
 /*
  * The clock and the spin are inlined into their callers even under -fno-inline:

@@ -11,7 +11,7 @@
  *   --spinner: one more thread that never calls a wait function
  *   --go: wait for a line on stdin before starting (lets a tracer attach)
  */
-#include "groundtruth.h"
+#define _GNU_SOURCE
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -20,6 +20,7 @@
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
+#include "groundtruth.h"
 
 struct loop_thread {
 	pthread_t thread;
