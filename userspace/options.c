@@ -258,17 +258,15 @@ static bool file__executable(const char *path)
  */
 static const char *program__check(const char *arg)
 {
+	static char found[PATH_MAX];
 	const char *path = getenv("PATH");
-	char buf[PATH_MAX], *found;
+	char buf[PATH_MAX];
 
 	if (!*arg)
 		usage__fail("invalid --alert-exec '%s': want a program", arg);
 	if (strchr(arg, '/')) {
-		if (!file__executable(arg) || !realpath(arg, buf))
+		if (!file__executable(arg) || !realpath(arg, found))
 			usage__fail("--alert-exec '%s' is not an executable file", arg);
-		found = strdup(buf);
-		if (!found)
-			usage__fail("--alert-exec '%s': out of memory", arg);
 		return found;
 	}
 	for (const char *p = path ? path : "/usr/bin:/bin"; *p; ) {
@@ -277,9 +275,7 @@ static const char *program__check(const char *arg)
 		if (n && p[0] == '/' &&
 		    snprintf(buf, sizeof(buf), "%.*s/%s", (int)n, p, arg) < (int)sizeof(buf) &&
 		    file__executable(buf)) {
-			found = strdup(buf);
-			if (!found)
-				usage__fail("--alert-exec '%s': out of memory", arg);
+			memcpy(found, buf, sizeof(found));
 			return found;
 		}
 		p += n;

@@ -24,9 +24,14 @@ def test_stall_over_alert_ms_alerts_and_a_small_one_does_not(ctx):
     stalls = of_type(lines, "stall", pid=truth["pid"])
     assert len(stalls) == 2, [s["duration_ms"] for s in stalls]
     alerts = of_type(lines, "alert", pid=truth["pid"])
-    assert len(alerts) == 1 and alerts[0]["lag_ms"] >= 20, alerts
-    assert "spin" in alerts[0]["top"], alerts[0]
-    assert stderr.count("ALERT") == 1 and "stallwork" in stderr, stderr
+    # the small one alerts too if the workload itself saw it take 10 ms (a loaded host)
+    small = truth["records"][0]
+    want = 1 + (small["busy_ns"] >= 10e6)
+    assert len(alerts) == want and alerts[-1]["lag_ms"] >= 20, (alerts, small)
+    # a spin that was mostly a spin (by its own measure) is named by its samples
+    if truth["records"][1]["clean"]:
+        assert "spin" in alerts[-1]["top"], alerts[-1]
+    assert stderr.count("ALERT") == want and "stallwork" in stderr, stderr
 
 
 def test_rate_limit_suppresses_and_counts(ctx):
@@ -80,7 +85,9 @@ def test_alert_ms_below_the_stall_threshold_still_alerts(ctx):
     out = tmpfile()
     pid, lines = run_traced(ctx, [ctx.workload("stallwork"), out, "small", "3", "--go"],
                             "--alert-ms", 1, "--alert-every", 0)
-    load_truth(out)
-    assert not of_type(lines, "stall"), of_type(lines, "stall")
+    truth = load_truth(out)
+    # 2 ms each, or what the workload itself saw one take on a loaded host
+    over = [r for r in truth["records"] if r["busy_ns"] >= 10e6]
+    assert len(of_type(lines, "stall")) == len(over), (of_type(lines, "stall"), over)
     alerts = of_type(lines, "alert", pid=pid)
-    assert len(alerts) == 3 and all(1.9 <= a["lag_ms"] < 10 for a in alerts), alerts
+    assert len(alerts) == 3 and all(1.9 <= a["lag_ms"] for a in alerts), alerts

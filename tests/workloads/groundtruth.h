@@ -139,6 +139,7 @@ struct sched_truth {
 	uint64_t oncpu_ns;
 	uint64_t runq_ns;
 	uint64_t preempted;
+	uint64_t slept;		/* voluntary context switches: it went to sleep */
 };
 
 /* The calling thread's own schedstat, opened once per thread. */
@@ -163,6 +164,7 @@ static inline void sched_truth__read(int fd, struct sched_truth *t)
 	t->oncpu_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	t->runq_ns = run_delay_ns;
 	t->preempted = (uint64_t)ru.ru_nivcsw;
+	t->slept = (uint64_t)ru.ru_nvcsw;
 }
 
 /*

@@ -4,9 +4,8 @@
  * named function, and records ground truth: every iteration's busy time, the
  * duration of the injected call, and what the scheduler did to the thread
  * meanwhile as the thread measured it itself (on-CPU and run-queue time, and
- * the edges of its waits: groundtruth.h). A stall whose own breakdown is not
- * mostly its kind (a loaded host starved the CPU spin) is recorded as such
- * and injected again, up to 4 * REPEAT times, until REPEAT are.
+ * the edges of its waits: groundtruth.h), and whether its own breakdown was
+ * mostly its kind ("clean": a loaded host may starve a CPU spin).
  *
  * usage: stallwork OUT.json KIND[,KIND...] REPEAT [--go]
  *   KIND: cpu (spin ~25 ms) | sleep (nanosleep ~30 ms) | fsync (write+fsync)
@@ -42,6 +41,7 @@ struct record {
 	uint64_t oncpu_ns;	/* of busy_ns, on a CPU */
 	uint64_t runq_ns;	/* of busy_ns, waiting for a CPU */
 	uint64_t edge_ns;	/* the wait before it: what a tracer may see beyond busy_ns */
+	uint64_t sleeps;	/* times it went to sleep: none, and it was never blocked */
 	bool clean;		/* its kind's share of busy_ns was what the kind injects */
 };
 
@@ -259,10 +259,11 @@ static void truth__write(const char *path, uint64_t last_edge_ns)
 
 		fprintf(f, "%s{\"kind\":\"%s\",\"busy_ns\":%llu,\"call_ns\":%llu,"
 			"\"call_runq_ns\":%llu,\"oncpu_ns\":%llu,\"runq_ns\":%llu,\"edge_ns\":%llu,"
-			"\"clean\":%s}", i ? "," : "", r->kind, (unsigned long long)r->busy_ns,
+			"\"sleeps\":%llu,\"clean\":%s}", i ? "," : "", r->kind, (unsigned long long)r->busy_ns,
 			(unsigned long long)r->call_ns, (unsigned long long)r->call_runq_ns,
 			(unsigned long long)r->oncpu_ns, (unsigned long long)r->runq_ns,
-			(unsigned long long)r->edge_ns, r->clean ? "true" : "false");
+			(unsigned long long)r->edge_ns, (unsigned long long)r->sleeps,
+			r->clean ? "true" : "false");
 	}
 	fprintf(f, "],\"last_edge_ns\":%llu}\n", (unsigned long long)last_edge_ns);
 	fclose(f);
@@ -293,7 +294,7 @@ int main(int argc, char **argv)
 	pthread_create(&competitor, NULL, competitor__run, NULL);
 	for (int k = 0; k < nkinds; k++) {
 		if (!strcmp(kinds[k], "fsync"))
-			journals__prepare(repeat + 2);	/* and a couple for the retries */
+			journals__prepare(repeat);
 	}
 	/*
 	 * Ahead of ordinary jobs (we are root in the tests): background work on
@@ -317,13 +318,12 @@ int main(int argc, char **argv)
 	sched_truth__read(sched_fd, &before);
 	for (int k = 0; k < nkinds; k++) {
 		void (*inject)(struct record *) = injector(kinds[k]);
-		int clean = 0;
 
 		if (!inject) {
 			fprintf(stderr, "stallwork: unknown kind %s\n", kinds[k]);
 			return 2;
 		}
-		for (int i = 0; clean < repeat && i < 4 * repeat && nrecords < MAX_RECORDS; i++) {
+		for (int i = 0; i < repeat && nrecords < MAX_RECORDS; i++) {
 			struct record *r = &records[nrecords++];
 			struct sched_truth start;
 			uint64_t t0;
@@ -340,8 +340,8 @@ int main(int argc, char **argv)
 			r->busy_ns = now_ns() - t0;
 			r->oncpu_ns = before.oncpu_ns - start.oncpu_ns;
 			r->runq_ns = before.runq_ns - start.runq_ns;
+			r->sleeps = before.slept - start.slept;
 			r->clean = record__clean(r);
-			clean += r->clean;
 		}
 	}
 	epoll_wait(ep, out, 4, 0);
