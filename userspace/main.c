@@ -228,6 +228,10 @@ static int run__open(struct run *r)
 	status = 1;
 	collector_opts__from_options(&copts, r);
 	r->model = model__new(copts.stall_threshold_ns);
+	/* the metrics file folds exited threads at its own pace: keep them until then */
+	if (r->model)
+		model__keep_exited(r->model, (r->opts.prom_file ? r->opts.prom_interval_s : 0) +
+					     r->opts.interval_s);
 	r->procs = procs__new();
 	r->syms = r->procs ? symbols__new(r->procs) : NULL;
 	if (!r->model || !r->syms) {
@@ -333,8 +337,9 @@ static int run__wait(struct run *r, double deadline)
 	fds[0] = (struct pollfd){ .fd = collector__fd(r->c), .events = POLLIN };
 	n = sinks__pollfds(r->sinks, fds + 1, SINKS_MAX_POLLFDS);
 	ret = poll(fds, (nfds_t)(n + 1), timeout_ms);
+	/* a debugger attaching can leak the kernel's restart codes (512-516) here */
 	if (ret < 0)
-		return errno == EINTR ? 0 : -errno;
+		return errno == EINTR || errno >= 512 ? 0 : -errno;
 	if (fds[0].revents) {
 		ret = collector__consume(r->c);
 		if (ret && ret != -EINTR)

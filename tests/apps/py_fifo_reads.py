@@ -1,7 +1,8 @@
 """A loop thread that blocks, inside its iterations, in reads of two FIFOs in turn: one
 deep in a directory tree, one shallow. A writer thread answers each read ~5 ms later.
 
-usage: py_fifo_reads.py DIR COUNT   (prints its pid; the FIFOs are made under DIR)
+usage: py_fifo_reads.py DIR COUNT   (prints its pid; the FIFOs are made under DIR; starts
+on a line on stdin, once a tracer attached)
 """
 import os
 import select
@@ -30,7 +31,10 @@ def writer():
 threading.Thread(target=writer, daemon=True).start()
 print(os.getpid(), flush=True)
 ep = select.epoll()
-time.sleep(1.0)  # a tracer attaches
+while not ep.poll(0.05):  # iterate until a tracer attached and says go
+    if select.select([sys.stdin], [], [], 0)[0]:
+        sys.stdin.readline()
+        break
 for i in range(count):
     ep.poll(0)  # one loop iteration per read
     ready.release()

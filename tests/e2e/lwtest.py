@@ -143,15 +143,40 @@ def of_type(lines, kind, **match):
             all(l.get(k) == v for k, v in match.items())]
 
 
+def uprobes_of(pid):
+    """How many uprobes and uretprobes the process has attached (bpftool perf)."""
+    r = subprocess.run(["bpftool", "perf", "show"], stdout=subprocess.PIPE,
+                       stderr=subprocess.DEVNULL, text=True, timeout=30)
+    return sum(1 for l in r.stdout.splitlines()
+               if l.split()[:2] == ["pid", str(pid)] and ("uprobe" in l or "uretprobe" in l))
+
+
+def wait_for_uprobes(pid, timeout=30):
+    """Until loopwatch has attached its probes: at least one entry/return pair, and
+    no new one for half a second. A loaded host may take seconds to get there."""
+    deadline, last, since = time.time() + timeout, -1, time.time()
+    while time.time() < deadline:
+        n = uprobes_of(pid)
+        if n != last:
+            last, since = n, time.time()
+        elif n >= 2 and time.time() - since >= 0.5:
+            return n
+        time.sleep(0.1)
+    raise AssertionError("loopwatch attached %d uprobes in %d s" % (last, timeout))
+
+
 def run_traced(ctx, argv, *flags, settle=0.0, duration=60, wrap=(), with_stderr=False,
-               text=False):
+               text=False, probes=False):
     """Start a --go workload, attach `loopwatch --json -p PID` with flags, let it settle
     (so loopwatch sees the loop first), send go, wait for both: (pid, lines), plus
-    loopwatch's stderr when with_stderr. text: its plain text lines instead of JSON."""
+    loopwatch's stderr when with_stderr. text: its plain text lines instead of JSON.
+    probes: wait for loopwatch to attach its uprobes (to the workload's libraries)."""
     w = Workload(argv)
     lw = Loopwatch(ctx, "-p", w.pid, "-d", duration, *flags, wrap=wrap, text=text)
     try:
         lw.start()
+        if probes:
+            wait_for_uprobes(lw.proc.pid)
         if settle:
             time.sleep(settle)
         w.go()

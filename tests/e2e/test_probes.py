@@ -10,7 +10,7 @@ import tempfile
 import time
 
 from lwtest import (Loopwatch, Workload, in_range, load_truth, node_native, of_type, run_traced,
-                    tmpfile)
+                    tmpfile, wait_for_uprobes)
 
 APPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "apps")
 CALLS = 10
@@ -24,9 +24,9 @@ NO_DEBUG_FILES = ["unshare", "--mount", "--propagation", "private", "--", "sh", 
 
 
 def traced(ctx, argv, *flags, wrap=()):
-    """A workload that loops until 'go' under loopwatch -p: a second of loop iterations
-    first, so loopwatch sees the loop and attaches its probes before the work starts."""
-    return run_traced(ctx, argv, *flags, settle=1.0, wrap=wrap)
+    """A workload that loops until 'go' under loopwatch -p: loopwatch sees the loop and
+    attaches its probes (however long a loaded host takes) before the work starts."""
+    return run_traced(ctx, argv, *flags, settle=0.3, wrap=wrap, probes=True)
 
 
 def debian_json_listing(ctx, wrap=()):
@@ -215,7 +215,7 @@ def test_filters_cover_every_probe_output(ctx):
             lw = Loopwatch(ctx, *args, "-d", 60, "--prom-file", prom, "--prom-interval", 0.5)
             try:
                 lw.start()
-                time.sleep(1.0)
+                wait_for_uprobes(lw.proc.pid)
                 w.go()
                 w.wait()
                 time.sleep(0.6)
@@ -244,7 +244,7 @@ def test_non_loop_process_given_with_p(ctx):
     json.dumps counted, each slow call with its stack (to _start); no loop rows."""
     out = tmpfile()
     pid, lines = run_traced(ctx, ["/usr/bin/python3", os.path.join(APPS, "batch_json.py"), out,
-                                  "12"])
+                                  "12"], probes=True)
     truth = load_truth(out)
     s = summary(lines, pid, "json.dumps")
     wall, cpu = sum(truth["dumps_s"]) * 1000, sum(truth["dumps_cpu_s"]) * 1000
@@ -266,7 +266,7 @@ def test_process_exiting_while_probed(ctx):
     w = Workload([PYENV_311, os.path.join(APPS, "probe_json.py"), out, "1000"])
     lw = Loopwatch(ctx, "-i", "0.5").start()
     try:
-        time.sleep(1.0)
+        wait_for_uprobes(lw.proc.pid)
         w.go()
         time.sleep(0.5)
         w.kill()

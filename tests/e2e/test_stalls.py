@@ -225,12 +225,8 @@ def test_blocking_reads_name_their_own_files(ctx):
     its own file, never a mix of the two paths."""
     top = tempfile.mkdtemp(prefix="loopwatch-fifo-", dir="/var/tmp")
     try:
-        server = subprocess.Popen(["/usr/bin/python3", os.path.join(APPS, "py_fifo_reads.py"),
-                                   top, "20"], stdout=subprocess.PIPE, text=True)
-        pid = int(server.stdout.readline())
-        lw = Loopwatch(ctx, "-p", pid, "-d", 30).start()
-        server.wait(timeout=30)
-        lines = lw.stop()
+        pid, lines = run_traced(ctx, ["/usr/bin/python3", os.path.join(APPS, "py_fifo_reads.py"),
+                                      top, "20"], duration=30)
     finally:
         shutil.rmtree(top, ignore_errors=True)
     reads = [b for b in of_type(lines, "blocking_call", pid=pid) if b["syscall"] == "read"]

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,8 +9,15 @@
 #include "model/model.h"
 
 #define MODEL_HASH 4096
-/* exited threads are kept for the summary; past this many the oldest go */
+/* threads kept at once; past this many the oldest exited go */
 #define MODEL_MAX_THREADS 16384
+/*
+ * Exited threads kept for the summary (25 KiB each, two kernel snapshots):
+ * under churn the oldest go once every output has read them (keep_exited_s),
+ * counted, so memory and the work of each interval come back down once the
+ * churn stops.
+ */
+#define MODEL_MAX_EXITED 16
 
 struct model *model__new(__u64 stuck_ns)
 {
@@ -25,6 +33,11 @@ struct model *model__new(__u64 stuck_ns)
 		return NULL;
 	}
 	return m;
+}
+
+void model__keep_exited(struct model *m, double seconds)
+{
+	m->keep_exited_s = seconds;
 }
 
 void model__free(struct model *m)
@@ -85,9 +98,39 @@ static void model__evict(struct model *m)
 	for (size_t i = 0; i < m->nthreads; i++) {
 		if (m->threads[i]->exited) {
 			model__forget(m, m->threads[i]);
+			m->exited_forgotten++;
 			return;
 		}
 	}
+}
+
+/*
+ * Past MODEL_MAX_EXITED exited threads, the oldest go, in one pass; the heap
+ * they held goes back to the system when there was much of it.
+ */
+static void model__trim_exited(struct model *m)
+{
+	size_t exited = 0, drop, out = 0;
+
+	for (size_t i = 0; i < m->nthreads; i++)
+		exited += m->threads[i]->exited;
+	if (exited <= MODEL_MAX_EXITED)
+		return;
+	drop = exited - MODEL_MAX_EXITED;
+	for (size_t i = 0; i < m->nthreads; i++) {
+		struct loop_thread *t = m->threads[i];
+
+		if (drop && t->exited && t->closed && m->run_s - t->closed_s >= m->keep_exited_s) {
+			model__unhash(m, t);
+			free(t);
+			drop--;
+			m->exited_forgotten++;
+			continue;
+		}
+		m->threads[out++] = t;
+	}
+	m->nthreads = out;
+	malloc_trim(0);
 }
 
 static struct loop_thread *model__add(struct model *m, const struct lw_loop *snap)
@@ -148,8 +191,10 @@ static void model__ingest(const struct lw_loop *snap, void *arg)
 		return;
 	t->snap = *snap;
 	t->seen = true;
-	if (snap->flags & LW_THREAD_EXITED)
-		t->exited = true;
+	/* back in the kernel's table after the LRU dropped it: live again */
+	t->exited = snap->flags & LW_THREAD_EXITED;
+	if (!t->exited)
+		t->closed = false;
 	/* fresh at every drain: a hung loop's age is read between intervals too */
 	t->busy_now_ns = loop_thread__busy_now(t, clock__mono_ns());
 	if (!t->exited && m->src->names) {
@@ -201,6 +246,15 @@ void model__end_interval(struct model *m, double interval_s, double run_s)
 	for (size_t i = 0; i < m->nthreads; i++) {
 		struct loop_thread *t = m->threads[i];
 
+		/* gone, and its last interval shown: only the summary reads it now */
+		if (t->closed) {
+			memset(&t->interval, 0, sizeof(t->interval));
+			t->busy_now_ns = 0;
+			t->active = false;
+			continue;
+		}
+		t->closed = t->exited;
+		t->closed_s = run_s;
 		loop_view__delta(&t->interval, &t->snap, &t->prev, &m->scratch);
 		/*
 		 * A loop that never comes back to its wait call has no iteration
@@ -212,6 +266,7 @@ void model__end_interval(struct model *m, double interval_s, double run_s)
 		t->prev = t->snap;
 	}
 	attribution__end_interval(m->attr);
+	model__trim_exited(m);
 }
 
 void loop_thread__summary(const struct loop_thread *t, struct loop_view *out)
@@ -522,6 +577,15 @@ void model__drain(struct model *m, const struct model_source *src, unsigned int 
 			m->threads[i]->seen = false;
 		if (src->loops)
 			src->loops(src->ctx, model__ingest, m);
+		/*
+		 * A record gone from the kernel's table without its exit seen: the
+		 * LRU made room for newer loops (a churn). It counts as exited, or
+		 * the model would keep it, and compute it, forever.
+		 */
+		for (size_t i = 0; src->loops && i < m->nthreads; i++) {
+			if (!m->threads[i]->seen)
+				m->threads[i]->exited = true;
+		}
 		/* lost events are said in every output, each interval */
 		if (src->counters)
 			src->counters(src->ctx, &m->events_dropped, &m->loops_full);

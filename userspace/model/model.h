@@ -48,6 +48,8 @@ struct loop_thread {
 	char cgroup[256];	/* cgroup v2 path, "" when unknown */
 	struct k8s_names k8s;	/* its pod's names, "" when none or unknown */
 	bool exited;
+	bool closed;		/* exited, and its last interval shown: nothing more to compute */
+	double closed_s;	/* run time when it closed */
 	bool seen;		/* present in the latest drain */
 	bool active;		/* iterated during the last interval, or is stuck */
 	__u64 busy_now_ns;	/* inside a busy period this long right now (0: waiting) */
@@ -135,6 +137,8 @@ struct model {
 	__u64 events_dropped;	/* kernel self counters, at the last drain */
 	__u64 loops_full;
 	struct attribution *attr;	/* stall time by function (attribution.c) */
+	__u64 exited_forgotten;	/* exited threads let go to stay bounded (not in the summary) */
+	double keep_exited_s;	/* an exited thread stays at least this long (outputs fold it) */
 	__u64 interval_dropped;	/* events lost to a full ring buffer in the last interval */
 	__u64 dropped_at_interval;	/* events_dropped when the last interval closed */
 	struct lw_hist scratch;	/* one interval's histogram, while it is computed */
@@ -144,6 +148,11 @@ struct model {
 /* stuck_ns: a busy period this long, not yet ended, keeps its thread shown */
 struct model *model__new(__u64 stuck_ns);
 void model__free(struct model *m);
+/*
+ * Exited threads stay at least seconds after their last interval, for the
+ * outputs that read them at their own pace (a metrics file every 15 s).
+ */
+void model__keep_exited(struct model *m, double seconds);
 /* Read what `what` says (enum model_drain) from src: the latest numbers. */
 void model__drain(struct model *m, const struct model_source *src, unsigned int what);
 /* Close the interval: per-thread deltas and percentiles since the last close. */

@@ -168,7 +168,11 @@ void text__summary_print(FILE *out, const struct model *m)
 	size_t n;
 	struct loop_thread **v = model__sorted(m, true, &n);
 
-	fprintf(out, "Summary: %zu loop threads over %.1f s\n", n, m->run_s);
+	fprintf(out, "Summary: %zu loop threads over %.1f s", n, m->run_s);
+	if (m->exited_forgotten)
+		fprintf(out, " (and %llu exited ones not kept)",
+			(unsigned long long)m->exited_forgotten);
+	fputc('\n', out);
 	if (m->events_dropped)
 		fprintf(out, "Dropped: %llu events (stalls, blocking and probed calls) lost to a "
 			"full ring buffer\n", (unsigned long long)m->events_dropped);

@@ -189,7 +189,18 @@ void tracker__rescan(struct tracker *t)
 			struct proc *p = procs__get(t->procs, (int)(*pp)->pid);
 
 			if (!p || !proc__alive(p) || proc__start_time(p) != (*pp)->start_time) {
+				__u32 pid = (*pp)->pid;
+
 				tracker__drop(t, pp);
+				/*
+				 * Gone since the last rescan, its late events long handled:
+				 * what was kept of it (maps, symbols) goes too, so memory
+				 * comes back down after a churn of processes.
+				 */
+				if (p && !proc__alive(p)) {
+					symbols__forget(t->syms, (int)pid);
+					procs__forget(t->procs, (int)pid);
+				}
 				continue;
 			}
 			/* Python imports _json on first use: libraries come late */
