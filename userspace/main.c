@@ -57,6 +57,7 @@ struct run {
 	struct sinks *sinks;
 	struct events events;
 	struct model_source source;
+	bool idle_said[OPT_MAX_PIDS];	/* -p pids said to have no loop thread */
 };
 
 static void fail(const char *what)
@@ -209,6 +210,7 @@ static void collector_opts__from_options(struct collector_opts *copts, struct ru
 	/* a row and an eighth of a page-index entry (~10 rows per KiB of code), 8 bytes each */
 	copts->unwind_rows = ((size_t)opts->unwind_mb << 20) / (8 + 1);
 	copts->unwind_pages = copts->unwind_rows / 8;
+	copts->ring_bytes = (__u32)opts->ring_mb << 20;
 	copts->on_event = events__handle;
 	copts->ctx = &r->events;
 }
@@ -373,6 +375,34 @@ static void run__snapshot(struct run *r)
 	sinks__snapshot(r->sinks, r->model, clock__wall());
 }
 
+/* seconds after the start before a -p process with no loop thread is said to have none */
+#define NO_LOOP_AFTER_S 2.0
+
+/*
+ * A -p process none of whose threads has entered a wait call: once, say so,
+ * rather than "0 active loop threads" forever.
+ */
+static void pids__say_idle(struct run *r, double run_s)
+{
+	char comm[LW_COMM_LEN], thread[LW_COMM_LEN];
+
+	if (r->opts.quiet || run_s < NO_LOOP_AFTER_S)
+		return;
+	for (int i = 0; i < r->opts.npids; i++) {
+		__u32 pid = (__u32)r->opts.pids[i];
+		bool looping = false;
+
+		for (size_t k = 0; k < r->model->nthreads && !looping; k++)
+			looping = r->model->threads[k]->pid == pid;
+		if (looping || r->idle_said[i] || !tracker__names(r->tracker, pid, pid, comm, thread))
+			continue;
+		r->idle_said[i] = true;
+		fprintf(stderr, "loopwatch: pid %u (%s) has no loop thread: none of its threads has "
+			"entered epoll_wait, poll or select since loopwatch started (not an event "
+			"loop, or stuck in one iteration since before)\n", pid, comm);
+	}
+}
+
 static int run__loop(struct run *r)
 {
 	const struct options *opts = &r->opts;
@@ -407,6 +437,7 @@ static int run__loop(struct run *r)
 				     MODEL_LOOPS | sinks__interval_needs(r->sinks));
 			model__end_interval(r->model, now - last, now - start);
 			sinks__interval(r->sinks, r->model, clock__wall());
+			pids__say_idle(r, now - start);
 			last = now;
 			while (next <= now)
 				next += opts->interval_s;

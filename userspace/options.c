@@ -59,6 +59,7 @@ enum {
 	OPT_PROM_MIN_ITERATIONS,
 	OPT_KUBELET_LOGS,
 	OPT_UNWIND_MB,
+	OPT_RING_BUFFER,
 };
 
 static const struct option long_options[] = {
@@ -95,6 +96,7 @@ static const struct option long_options[] = {
 	{ "trace", required_argument, NULL, OPT_TRACE },
 	{ "report", required_argument, NULL, OPT_REPORT },
 	{ "unwind-mb", required_argument, NULL, OPT_UNWIND_MB },
+	{ "ring-buffer", required_argument, NULL, OPT_RING_BUFFER },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ "help", no_argument, NULL, 'h' },
@@ -120,6 +122,8 @@ static const char options_help[] =
 "      --sample-hz HZ      CPU stack samples per second inside busy periods (default 997)\n"
 "      --no-nested-waits   every wait call ends an iteration, also one made from inside\n"
 "                          a handler (a socket timeout's poll, a second loop)\n"
+"      --ring-buffer MB    the kernel's buffer of stall, blocking and probed-call events,\n"
+"                          a power of two, 1..256 (default 16: ~5000 stalls)\n"
 "      --stuck-after SECONDS  a loop inside one iteration this long is reported while\n"
 "                          it lasts, with its stacks so far (default 1; 0: never)\n"
 "      --stuck-every SECONDS  and again every SECONDS while it lasts (default 5)\n"
@@ -216,18 +220,29 @@ static int hz__parse(const char *arg)
 	return (int)v;
 }
 
-static int mb__parse(const char *arg, const char *what, long max)
+static int mb__parse(const char *arg, const char *what, long min, long max)
 {
 	char *end;
 	long v;
 
 	errno = 0;
 	v = strtol(arg, &end, 10);
-	if (errno || end == arg || *end || v < 0 || v > max) {
-		fprintf(stderr, "loopwatch: invalid %s '%s': want 0..%ld MB\n", what, arg, max);
+	if (errno || end == arg || *end || v < min || v > max) {
+		fprintf(stderr, "loopwatch: invalid %s '%s': want %ld..%ld MB\n", what, arg, min,
+			max);
 		exit(2);
 	}
 	return (int)v;
+}
+
+/* A power of two of MiB: the kernel wants the ring's size a power of two of pages. */
+static int ring_mb__parse(const char *arg)
+{
+	int v = mb__parse(arg, "--ring-buffer", 1, 256);
+
+	if (v & (v - 1))
+		usage__fail("invalid --ring-buffer '%s': want a power of two (MB)", arg);
+	return v;
 }
 
 static const char *path__check(const char *arg, const char *what)
@@ -406,6 +421,9 @@ static void option__apply(struct options *opts, int key, char *arg)
 	case OPT_SAMPLE_HZ:
 		opts->sample_hz = hz__parse(arg);
 		break;
+	case OPT_RING_BUFFER:
+		opts->ring_mb = ring_mb__parse(arg);
+		break;
 	case OPT_ALERT_MS:
 		opts->alert_ms = ms__parse(arg, "--alert-ms", 0.01, 600000);
 		break;
@@ -452,7 +470,7 @@ static void option__apply(struct options *opts, int key, char *arg)
 		opts->report = path__check(arg, "--report");
 		break;
 	case OPT_UNWIND_MB:
-		opts->unwind_mb = mb__parse(arg, "--unwind-mb", 4096);
+		opts->unwind_mb = mb__parse(arg, "--unwind-mb", 0, 4096);
 		break;
 	case OPT_PROBE_THRESHOLD:
 		opts->probe_threshold_ms = ms__parse(arg, "--probe-threshold", 0.001, 600000);
@@ -484,6 +502,11 @@ void options__parse(struct options *opts, int argc, char **argv)
 	opts->block_threshold_ms = 1.0;
 	/* prime, so sampling does not run in lockstep with timers at round rates */
 	opts->sample_hz = 997;
+	/*
+	 * 16 MiB: ~5000 stall events, what 5000 stalls a second fill while a loaded
+	 * host keeps loopwatch off the CPU for a second (1 MiB dropped from ~1200/s)
+	 */
+	opts->ring_mb = 16;
 	opts->alert_ms = 10.0;
 	opts->alert_every_s = 10.0;
 	opts->probe_threshold_ms = 1.0;

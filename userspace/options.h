@@ -36,6 +36,7 @@ struct options {
 	int sample_hz;		/* CPU samples per second inside busy periods */
 	bool no_nested_waits;	/* every wait call ends an iteration */
 	int unwind_mb;		/* kernel memory for unwind tables; 0: frame pointers only */
+	int ring_mb;		/* the kernel's ring buffer of events, MiB (a power of two) */
 
 	/* alerts on stalls */
 	double alert_ms;

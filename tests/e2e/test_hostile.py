@@ -246,3 +246,27 @@ def test_alert_programs_are_bounded(ctx):
                     except (ProcessLookupError, ValueError):
                         pass
         shutil.rmtree(d)
+
+
+def test_exec_takes_the_new_programs_name_and_runtime(ctx):
+    """A C loop that execs python3: the stalls after the exec carry the new name and
+    Python frames (the runtime is detected again), not the old program's identity."""
+    script = ("import os, select, sys, time\n"
+              "ep = select.epoll()\n"
+              "time.sleep(2.5)  # a rescan sees the new program\n"
+              "for _ in range(4):\n"
+              "    ep.poll(0.02)\n"
+              "    time.sleep(0.03)\n"
+              "ep.poll(0)\n")
+    pid, lines = run_traced(ctx, [ctx.workload("execwork"), "10", "/usr/bin/python3", "-c",
+                                  script])
+    stalls = of_type(lines, "stall", pid=pid)
+    after = [s for s in stalls if any(c["name"] == "clock_nanosleep" for c in s["syscalls"])
+             and s["duration_ms"] < 1000]
+    assert len(after) >= 4, [(s["comm"], s["duration_ms"]) for s in stalls]
+    assert all(s["comm"] == "python3" for s in after), [s["comm"] for s in after]
+    pyframes = [f for s in after for st in s["stacks"] for f in st["frames"]
+                if f["kind"] == "python"]
+    assert pyframes, [st["frames"] for st in after[-1]["stacks"]]
+    rows = of_type(lines, "summary", pid=pid)
+    assert rows and all(r["comm"] == "python3" for r in rows), rows

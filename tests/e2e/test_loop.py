@@ -114,7 +114,8 @@ def run_cli(ctx, *args):
 
 def test_bad_input_is_one_line_and_status_2(ctx):
     cases = [["--bogus"], ["-i", "abc"], ["-i", "0"], ["-d", "-1"], ["-p", "x"],
-             ["-p", "0"], ["--comm", "a" * 40], ["extra"], ["-p"]]
+             ["-p", "0"], ["--comm", "a" * 40], ["extra"], ["-p"], ["--ring-buffer", "3"],
+             ["--ring-buffer", "512"]]
     for args in cases:
         r = run_cli(ctx, *args)
         assert r.returncode == 2, "%s: status %d" % (args, r.returncode)
@@ -183,7 +184,8 @@ def test_a_hung_loop_stays_in_view(ctx):
 
 def stall_storm(ctx, json_out):
     """A Python loop making ~5k stalls a second (--threshold 0.02) while loopwatch is
-    stopped for a second: the ring buffer overflows. Loopwatch's output as it came."""
+    stopped for a second: its ring buffer (1 MiB, ~300 stalls) overflows. Loopwatch's
+    output as it came."""
     script = ("import os, select, sys, time\n"
               "ep = select.epoll()\n"
               "print(os.getpid(), flush=True)\n"
@@ -196,7 +198,7 @@ def stall_storm(ctx, json_out):
               "        pass\n")
     w = Workload(["/usr/bin/python3", "-c", script])
     lw = Loopwatch(ctx, "-p", w.pid, "-d", 30, "--threshold", 0.02, "--sample-hz", 100,
-                   json=json_out)
+                   "--ring-buffer", 1, json=json_out)
     try:
         lw.start()
         w.go()
@@ -221,3 +223,19 @@ def test_dropped_events_are_said_in_every_output(ctx):
     assert dropped[-1]["total"] == sum(d["events"] for d in dropped), dropped
     text = stall_storm(ctx, False)
     assert " DROPPED " in text and "Dropped: " in text, text[-2000:]
+
+
+def test_a_process_with_no_loop_thread_is_said_once(ctx):
+    """-p on a process that never waits in epoll/poll/select: said once on stderr, not
+    left as "0 active loop threads" forever."""
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        r = subprocess.run([ctx.loopwatch, "-p", str(sleeper.pid), "-d", "4", "-i", "0.5"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           timeout=60)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert r.returncode == 0, r.stderr
+    said = [l for l in r.stderr.splitlines() if "has no loop thread" in l]
+    assert len(said) == 1 and "(sleep)" in said[0] and str(sleeper.pid) in said[0], r.stderr

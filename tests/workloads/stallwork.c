@@ -35,6 +35,7 @@
 
 struct record {
 	const char *kind;
+	uint64_t start_ns;	/* CLOCK_MONOTONIC, as it began */
 	uint64_t busy_ns;
 	uint64_t call_ns;
 	uint64_t call_runq_ns;	/* of call_ns, waiting for a CPU */
@@ -246,20 +247,30 @@ static void (*injector(const char *kind))(struct record *)
 	return NULL;
 }
 
+/* Seconds to add to CLOCK_MONOTONIC for unix time: how a tracer's timestamps compare. */
+static double mono_to_wall(void)
+{
+	struct timespec wall;
+
+	clock_gettime(CLOCK_REALTIME, &wall);
+	return (double)wall.tv_sec + (double)wall.tv_nsec / 1e9 - (double)now_ns() / 1e9;
+}
+
 static void truth__write(const char *path, uint64_t last_edge_ns)
 {
 	FILE *f = fopen(path, "w");
 
 	if (!f)
 		exit(1);
-	fprintf(f, "{\"pid\":%d,\"tid\":%ld,\"fsync_path\":\"%s\",\"records\":[", getpid(),
-		syscall(SYS_gettid), fsync_path);
+	fprintf(f, "{\"pid\":%d,\"tid\":%ld,\"fsync_path\":\"%s\",\"mono_to_wall\":%.6f,"
+		"\"records\":[", getpid(), syscall(SYS_gettid), fsync_path, mono_to_wall());
 	for (int i = 0; i < nrecords; i++) {
 		const struct record *r = &records[i];
 
-		fprintf(f, "%s{\"kind\":\"%s\",\"busy_ns\":%llu,\"call_ns\":%llu,"
+		fprintf(f, "%s{\"kind\":\"%s\",\"start_ns\":%llu,\"busy_ns\":%llu,\"call_ns\":%llu,"
 			"\"call_runq_ns\":%llu,\"oncpu_ns\":%llu,\"runq_ns\":%llu,\"edge_ns\":%llu,"
-			"\"sleeps\":%llu,\"clean\":%s}", i ? "," : "", r->kind, (unsigned long long)r->busy_ns,
+			"\"sleeps\":%llu,\"clean\":%s}", i ? "," : "", r->kind,
+			(unsigned long long)r->start_ns, (unsigned long long)r->busy_ns,
 			(unsigned long long)r->call_ns, (unsigned long long)r->call_runq_ns,
 			(unsigned long long)r->oncpu_ns, (unsigned long long)r->runq_ns,
 			(unsigned long long)r->edge_ns, (unsigned long long)r->sleeps,
@@ -330,6 +341,7 @@ int main(int argc, char **argv)
 
 			epoll_wait(ep, out, 4, -1);
 			t0 = now_ns();
+			r->start_ns = t0;
 			sched_truth__read(sched_fd, &start);
 			r->edge_ns = sched_truth__edge_ns(&before, &start);
 			if (read(tfd, &expirations, sizeof(expirations)) < 0)

@@ -10,6 +10,7 @@ static void events__stall(struct events *ev, const struct lw_stall_event *e)
 	struct stall_report r;
 
 	decoder__stall(ev->decoder, e, &r);
+	tracker__comm(ev->tracker, r.pid, r.comm);
 	sinks__slow(ev->sinks, &r);
 	/* sent up only for an --alert-ms below --threshold: not a stall */
 	if (r.duration_ns >= ev->stall_threshold_ns) {
@@ -24,6 +25,7 @@ static void events__block(struct events *ev, const struct lw_block_event *e)
 	struct block_report r;
 
 	decoder__block(ev->decoder, e, &r);
+	tracker__comm(ev->tracker, r.pid, r.comm);
 	sinks__block(ev->sinks, &r);
 	block_report__free(&r);
 }
@@ -33,6 +35,7 @@ static void events__probe(struct events *ev, const struct lw_probe_event *e)
 	struct probe_report r;
 
 	decoder__probe(ev->decoder, e, &r);
+	tracker__comm(ev->tracker, r.pid, r.comm);
 	sinks__probe(ev->sinks, &r);
 	probe_report__free(&r);
 }

@@ -166,6 +166,17 @@ struct collector *collector__open(const struct collector_opts *opts, char *err, 
 		goto fail;
 	}
 
+	/*
+	 * The ring buffer holds what the kernel sends up while loopwatch has not
+	 * got the CPU: a stall event is ~3.3 KiB, and a loaded host can keep
+	 * loopwatch off a CPU for a second (--ring-buffer).
+	 */
+	ret = bpf_map__set_max_entries(c->skel->maps.events, opts->ring_bytes);
+	if (ret) {
+		snprintf(err, errlen, "cannot size the ring buffer: %s", strerror(-ret));
+		goto fail;
+	}
+
 	/* Options reach BPF as read-only data, set before load */
 	c->skel->rodata->self_pid = (__u32)getpid();
 	c->skel->rodata->filter_pid = opts->npids > 0;

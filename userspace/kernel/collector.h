@@ -32,6 +32,7 @@ struct collector_opts {
 	/* unwind table capacity, in rows (and page-index entries); 0: frame pointers only */
 	size_t unwind_rows;
 	size_t unwind_pages;
+	__u32 ring_bytes;	/* the ring buffer's size: a power of two of pages */
 	event_fn on_event;
 	void *ctx;
 };

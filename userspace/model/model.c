@@ -202,6 +202,10 @@ static void model__ingest(const struct lw_loop *snap, void *arg)
 
 		/* both or neither: a thread gone between the two keeps its last names */
 		if (m->src->names(m->src->ctx, t->pid, t->tid, comm, thread)) {
+			/* a new name: maybe a new program (exec), its exe too */
+			if (strcmp(comm, t->comm) && m->src->facts)
+				m->src->facts(m->src->ctx, t->pid, t->exe, sizeof(t->exe), t->cgroup,
+					      sizeof(t->cgroup));
 			memcpy(t->comm, comm, LW_COMM_LEN);
 			memcpy(t->thread, thread, LW_COMM_LEN);
 		}
@@ -578,13 +582,16 @@ void model__drain(struct model *m, const struct model_source *src, unsigned int 
 		if (src->loops)
 			src->loops(src->ctx, model__ingest, m);
 		/*
-		 * A record gone from the kernel's table without its exit seen: the
-		 * LRU made room for newer loops (a churn). It counts as exited, or
-		 * the model would keep it, and compute it, forever.
+		 * A record gone from the kernel's table for three drains without its
+		 * exit seen: the LRU made room for newer loops (a churn). It counts
+		 * as exited, or the model would keep it, and compute it, forever.
 		 */
 		for (size_t i = 0; src->loops && i < m->nthreads; i++) {
-			if (!m->threads[i]->seen)
-				m->threads[i]->exited = true;
+			struct loop_thread *t = m->threads[i];
+
+			t->unseen = t->seen ? 0 : t->unseen < 255 ? t->unseen + 1 : 255;
+			if (t->unseen >= 3)
+				t->exited = true;
 		}
 		/* lost events are said in every output, each interval */
 		if (src->counters)

@@ -31,6 +31,7 @@ struct proc {
 	int pid;
 	bool alive;
 	uint64_t start_time;
+	uint64_t image;		/* arg_start: another value after an exec; 0 unknown */
 	uint64_t checked_ns;	/* when start_time was last compared with /proc */
 	uint64_t last_used;
 	struct proc_maps *maps;
@@ -124,12 +125,16 @@ static bool file__read_line(const char *path, char *buf, size_t len)
 	return true;
 }
 
-/* Field 22 of /proc/PID/stat; comm (field 2) may hold spaces and ')'. */
-static bool stat__start_time(int pid, uint64_t *out)
+/*
+ * Field 22 of /proc/PID/stat (start time) and field 48 (arg_start: where the
+ * current program image put its arguments, which an exec moves; 0 when the
+ * kernel hides it or for a zombie). comm (field 2) may hold spaces and ')'.
+ */
+static bool stat__identity(int pid, uint64_t *start_time, uint64_t *image)
 {
 	char path[64], buf[2048], *p, *end;
-	int field;
 
+	*image = 0;
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
 	if (!file__read_line(path, buf, sizeof(buf)))
 		return false;
@@ -137,17 +142,30 @@ static bool stat__start_time(int pid, uint64_t *out)
 	if (!p)
 		return false;
 	p++;
-	for (field = 3; field < 22; field++) {
+	for (int field = 3; field <= 48; field++) {
 		while (*p == ' ')
 			p++;
+		if (field == 22 || field == 48) {
+			errno = 0;
+			*(field == 22 ? start_time : image) = strtoull(p, &end, 10);
+			if (end == p || errno)
+				return field == 48;	/* an old kernel without it */
+			p = end;
+			continue;
+		}
 		while (*p && *p != ' ')
 			p++;
 		if (!*p)
-			return false;
+			return field > 22;
 	}
-	errno = 0;
-	*out = strtoull(p, &end, 10);
-	return end != p && errno == 0;
+	return true;
+}
+
+static bool stat__start_time(int pid, uint64_t *out)
+{
+	uint64_t image;
+
+	return stat__identity(pid, out, &image);
 }
 
 static void proc__destroy(struct proc *p)
@@ -206,7 +224,7 @@ void procs__free(struct procs *ps)
 
 struct proc *procs__get(struct procs *ps, int pid)
 {
-	uint64_t start_time = 0, now = clock__mono_ns();
+	uint64_t start_time = 0, image = 0, now = clock__mono_ns();
 	struct proc **pp, *p;
 	bool alive;
 
@@ -218,14 +236,17 @@ struct proc *procs__get(struct procs *ps, int pid)
 		p->last_used = ++ps->tick;
 		return p;
 	}
-	alive = stat__start_time(pid, &start_time);
-	if (p && alive && p->start_time != start_time) {
-		/* same pid, different process */
+	alive = stat__identity(pid, &start_time, &image);
+	/* same pid, different process; or the same process running a new program */
+	if (p && alive && (p->start_time != start_time ||
+			   (image && p->image && image != p->image))) {
 		procs__remove(ps, pp);
 		p = NULL;
 	}
 	if (p) {
 		p->alive = alive;
+		if (!p->image)
+			p->image = image;
 		p->checked_ns = now;
 		p->last_used = ++ps->tick;
 		return p;
@@ -240,6 +261,7 @@ struct proc *procs__get(struct procs *ps, int pid)
 	p->pid = pid;
 	p->alive = true;
 	p->start_time = start_time;
+	p->image = image;
 	p->checked_ns = now;
 	p->last_used = ++ps->tick;
 	pp = procs__slot(ps, pid);
@@ -267,6 +289,11 @@ int proc__pid(const struct proc *p)
 uint64_t proc__start_time(const struct proc *p)
 {
 	return p->start_time;
+}
+
+uint64_t proc__image(const struct proc *p)
+{
+	return p->image;
 }
 
 bool proc__alive(const struct proc *p)

@@ -5,8 +5,9 @@
  * and may vanish mid-read (the process exits, the pid is reused): readers
  * get false, -1 or an empty answer, never a crash.
  *
- * A process is known by (pid, start time): the table re-checks the start
- * time at most every 100 ms and gives a recycled pid a fresh entry. An
+ * A process is known by (pid, start time, program image): the table re-checks
+ * them at most every 100 ms and gives a recycled pid, or a process that ran
+ * exec, a fresh entry. An
  * exited process keeps its last maps, so an event that arrives after its
  * exit still finds its files.
  */
@@ -35,6 +36,11 @@ void procs__forget(struct procs *ps, int pid);
 int proc__pid(const struct proc *p);
 /* in clock ticks since boot (field 22 of /proc/PID/stat) */
 uint64_t proc__start_time(const struct proc *p);
+/*
+ * Which program image it runs (arg_start of /proc/PID/stat): another value
+ * after an exec, which the table treats as a new process; 0 when unknown.
+ */
+uint64_t proc__image(const struct proc *p);
 /* false once the process is known to have exited (its entry stays for late events) */
 bool proc__alive(const struct proc *p);
 

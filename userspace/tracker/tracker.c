@@ -19,6 +19,8 @@
 struct tracked {
 	__u32 pid;
 	__u64 start_time;
+	__u64 image;		/* the program image set up (proc__image) */
+	char comm[LW_COMM_LEN];	/* its name then: events carry the name at the loop's start */
 	bool python;		/* has an entry in the walker's table */
 	bool v8;		/* has an entry in the V8 walker's table, */
 	struct lw_v8_proc v8cfg;	/* this one */
@@ -144,6 +146,13 @@ static void tracker__setup_v8(struct tracker *t, struct proc *p, struct tracked 
 	k->v8cfg = cfg;
 }
 
+/* The same process running the same program as when it was set up. */
+static bool tracked__same(const struct tracked *k, const struct proc *p)
+{
+	return k->start_time == proc__start_time(p) &&
+	       (!k->image || !proc__image(p) || k->image == proc__image(p));
+}
+
 void tracker__new_loop(struct tracker *t, __u32 pid)
 {
 	struct proc *p = procs__get(t->procs, (int)pid);
@@ -152,7 +161,7 @@ void tracker__new_loop(struct tracker *t, __u32 pid)
 	if (!p)
 		return;
 	pp = tracker__slot(t, pid);
-	if (*pp && (*pp)->start_time == proc__start_time(p))
+	if (*pp && tracked__same(*pp, p))
 		return;	/* another thread of a process already set up */
 	if (*pp)
 		tracker__drop(t, pp);
@@ -163,6 +172,9 @@ void tracker__new_loop(struct tracker *t, __u32 pid)
 		return;
 	k->pid = pid;
 	k->start_time = proc__start_time(p);
+	k->image = proc__image(p);
+	if (!proc__comm(p, (int)pid, k->comm, sizeof(k->comm)))
+		k->comm[0] = '\0';
 	/* the pid may have served another process before: nothing of it may stay */
 	symbols__forget(t->syms, (int)pid);
 	/* its maps now, while it surely lives: a stall just before exit still resolves */
@@ -188,10 +200,15 @@ void tracker__rescan(struct tracker *t)
 		while (*pp) {
 			struct proc *p = procs__get(t->procs, (int)(*pp)->pid);
 
-			if (!p || !proc__alive(p) || proc__start_time(p) != (*pp)->start_time) {
+			if (!p || !proc__alive(p) || !tracked__same(*pp, p)) {
 				__u32 pid = (*pp)->pid;
 
 				tracker__drop(t, pp);
+				/* it ran exec: a new program, set up afresh (runtime, probes) */
+				if (p && proc__alive(p)) {
+					tracker__new_loop(t, pid);
+					continue;
+				}
 				/*
 				 * Gone since the last rescan, its late events long handled:
 				 * what was kept of it (maps, symbols) goes too, so memory
@@ -213,6 +230,16 @@ void tracker__rescan(struct tracker *t)
 		}
 	}
 	probes__end_scan(t->probes);
+}
+
+bool tracker__comm(struct tracker *t, __u32 pid, char *comm)
+{
+	struct tracked *k = *tracker__slot(t, pid);
+
+	if (!k || !k->comm[0])
+		return false;
+	memcpy(comm, k->comm, LW_COMM_LEN);
+	return true;
 }
 
 bool tracker__names(struct tracker *t, __u32 pid, __u32 tid, char *comm, char *thread)

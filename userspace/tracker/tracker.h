@@ -33,6 +33,12 @@ void tracker__free(struct tracker *t);
 void tracker__new_loop(struct tracker *t, __u32 pid);
 /* Every tracked process again: libraries loaded late, processes gone. */
 void tracker__rescan(struct tracker *t);
+/*
+ * The process's name as set up (LW_COMM_LEN; after an exec, the new program's
+ * once rescanned): kernel events carry the name the loop started under.
+ * false when the process is not tracked.
+ */
+bool tracker__comm(struct tracker *t, __u32 pid, char *comm);
 /* A live thread's process and thread names (LW_COMM_LEN each); false when gone. */
 bool tracker__names(struct tracker *t, __u32 pid, __u32 tid, char *comm, char *thread);
 /* A process's executable and cgroup path, "" when unknown. */
