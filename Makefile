@@ -120,7 +120,7 @@ test: $(OUT)/loopwatch $(UNIT_TESTS) $(WORKLOADS) $(FUZZERS) $(OUT)/.test-deps
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_SECONDS ?= 20
 SAN_E2E := unit. test_hostile test_loop.test_percentiles test_loop.test_dropped \
-	test_stalls.test_no_stall test_python.test_asyncio test_probes.test_python
+	test_stalls.test_no_stall test_python.test_asyncio test_probes.test_pyenv_311
 sanitize-build: $(OUT)/loopwatch $(UNIT_TESTS) $(WORKLOADS) $(FUZZERS)
 
 # every fuzz target (fuzz.: tests/run.py knows their seeds), FUZZ_SECONDS each
