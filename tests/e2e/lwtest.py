@@ -188,6 +188,14 @@ def run_traced(ctx, argv, *flags, settle=0.0, duration=60, wrap=(), with_stderr=
     return (w.pid, lines, lw.stderr) if with_stderr else (w.pid, lines)
 
 
+def write_script(path, text):
+    """An executable shell script at path."""
+    with open(path, "w") as f:
+        f.write("#!/bin/sh\n" + text)
+    os.chmod(path, 0o755)
+    return path
+
+
 def load_truth(path):
     """A workload's ground-truth JSON file, removed once read."""
     with open(path) as f:

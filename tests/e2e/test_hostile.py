@@ -9,7 +9,7 @@ import subprocess
 import tempfile
 import time
 
-from lwtest import load_truth, of_type, run_traced, tmpfile
+from lwtest import load_truth, of_type, run_traced, tmpfile, write_script
 
 PLACEHOLDER = b"inject_named_for_patching_0123456789abcdef0123456789abcdef01234567"
 # a window title, a bell, a line of its own that looks like loopwatch's, a screen clear
@@ -188,11 +188,8 @@ def test_alert_exec_never_runs_a_program_from_the_working_directory(ctx):
     runs, never ./true."""
     d = tempfile.mkdtemp(prefix="loopwatch-cwd-")
     try:
-        planted = os.path.join(d, "true")
         marker = os.path.join(d, "planted-ran")
-        with open(planted, "w") as f:
-            f.write("#!/bin/sh\ntouch '%s'\n" % marker)
-        os.chmod(planted, 0o755)
+        write_script(os.path.join(d, "true"), "touch '%s'\n" % marker)
         cwd = os.getcwd()
         os.chdir(d)
         try:
@@ -221,10 +218,7 @@ def test_alert_programs_are_bounded(ctx):
     d = tempfile.mkdtemp(prefix="loopwatch-fork-")
     try:
         starts = os.path.join(d, "starts")
-        hook = os.path.join(d, "hook")
-        with open(hook, "w") as f:
-            f.write("#!/bin/sh\necho $$ >> '%s'\nsleep 5\n" % starts)
-        os.chmod(hook, 0o755)
+        hook = write_script(os.path.join(d, "hook"), "echo $$ >> '%s'\nsleep 5\n" % starts)
         out = tmpfile()
         pid, lines, stderr = run_traced(ctx, [ctx.workload("stallwork"), out, "cpu", "20",
                                               "--go"], "--alert-exec", hook,
