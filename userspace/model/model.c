@@ -18,6 +18,8 @@
  * churn stops.
  */
 #define MODEL_MAX_EXITED 16
+/* a thread absent from the kernel's table this long is gone (its record was evicted) */
+#define MODEL_GONE_NS 3000000000ull
 
 struct model *model__new(__u64 stuck_ns)
 {
@@ -582,15 +584,19 @@ void model__drain(struct model *m, const struct model_source *src, unsigned int 
 		if (src->loops)
 			src->loops(src->ctx, model__ingest, m);
 		/*
-		 * A record gone from the kernel's table for three drains without its
+		 * A record gone from the kernel's table for MODEL_GONE_NS without its
 		 * exit seen: the LRU made room for newer loops (a churn). It counts
 		 * as exited, or the model would keep it, and compute it, forever.
 		 */
 		for (size_t i = 0; src->loops && i < m->nthreads; i++) {
 			struct loop_thread *t = m->threads[i];
+			__u64 now = clock__mono_ns();
 
-			t->unseen = t->seen ? 0 : t->unseen < 255 ? t->unseen + 1 : 255;
-			if (t->unseen >= 3)
+			if (t->seen)
+				t->unseen_ns = 0;
+			else if (!t->unseen_ns)
+				t->unseen_ns = now;
+			else if (now - t->unseen_ns >= MODEL_GONE_NS)
 				t->exited = true;
 		}
 		/* lost events are said in every output, each interval */

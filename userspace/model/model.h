@@ -51,7 +51,7 @@ struct loop_thread {
 	bool closed;		/* exited, and its last interval shown: nothing more to compute */
 	double closed_s;	/* run time when it closed */
 	bool seen;		/* present in the latest drain */
-	unsigned char unseen;	/* loop drains in a row it was absent from */
+	__u64 unseen_ns;	/* absent from the drains since (CLOCK_MONOTONIC), 0: seen */
 	bool active;		/* iterated during the last interval, or is stuck */
 	__u64 busy_now_ns;	/* inside a busy period this long right now (0: waiting) */
 	struct lw_loop snap;	/* latest cumulative counters from the kernel */
