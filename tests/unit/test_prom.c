@@ -985,14 +985,15 @@ static void test_churn_expires_in_linear_time(void)
 		model__ingest(m, &rec);
 	}
 	free(render(sp, m, 0));
-	clock_gettime(CLOCK_MONOTONIC, &a);
+	/* CPU time: what the expiry costs, whatever else a loaded host runs */
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a);
 	text = render(sp, m, 11);
-	clock_gettime(CLOCK_MONOTONIC, &b);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
 	took_s = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
 	CHECK(sample(text, "loopwatch_series") == 0, "all gone:\n%.300s", text);
 	CHECK(sample(text, "loopwatch_series_expired_total") == n, "%d expired", n);
-	CHECK(took_s < 1.0, "16000 series expired in %.3f s", took_s);
-	printf("16000 per-pid series expired in one write: %.1f ms\n", took_s * 1e3);
+	CHECK(took_s < 1.0, "16000 series expired in %.3f s of CPU", took_s);
+	printf("16000 per-pid series expired in one write: %.1f ms of CPU\n", took_s * 1e3);
 	free(text);
 	prom_registry__free(sp);
 	model__free(m);

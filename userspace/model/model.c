@@ -575,6 +575,26 @@ static void model__drain_aggregates(struct model *m, const struct model_source *
 		src->counters(src->ctx, &m->events_dropped, &m->loops_full);
 }
 
+/* At most once a second: the threads absent from the kernel's table, for how long. */
+static void model__find_gone(struct model *m)
+{
+	__u64 now = clock__mono_ns();
+
+	if (now - m->gone_checked_ns < 1000000000ull)
+		return;
+	m->gone_checked_ns = now;
+	for (size_t i = 0; i < m->nthreads; i++) {
+		struct loop_thread *t = m->threads[i];
+
+		if (t->seen)
+			t->unseen_ns = 0;
+		else if (!t->unseen_ns)
+			t->unseen_ns = now;
+		else if (now - t->unseen_ns >= MODEL_GONE_NS)
+			t->exited = true;
+	}
+}
+
 void model__drain(struct model *m, const struct model_source *src, unsigned int what)
 {
 	m->src = src;
@@ -588,17 +608,8 @@ void model__drain(struct model *m, const struct model_source *src, unsigned int 
 		 * exit seen: the LRU made room for newer loops (a churn). It counts
 		 * as exited, or the model would keep it, and compute it, forever.
 		 */
-		for (size_t i = 0; src->loops && i < m->nthreads; i++) {
-			struct loop_thread *t = m->threads[i];
-			__u64 now = clock__mono_ns();
-
-			if (t->seen)
-				t->unseen_ns = 0;
-			else if (!t->unseen_ns)
-				t->unseen_ns = now;
-			else if (now - t->unseen_ns >= MODEL_GONE_NS)
-				t->exited = true;
-		}
+		if (src->loops)
+			model__find_gone(m);
 		/* lost events are said in every output, each interval */
 		if (src->counters)
 			src->counters(src->ctx, &m->events_dropped, &m->loops_full);

@@ -140,6 +140,7 @@ struct model {
 	struct attribution *attr;	/* stall time by function (attribution.c) */
 	__u64 exited_forgotten;	/* exited threads let go to stay bounded (not in the summary) */
 	double keep_exited_s;	/* an exited thread stays at least this long (outputs fold it) */
+	__u64 gone_checked_ns;	/* when threads absent from the kernel's table were last looked for */
 	__u64 interval_dropped;	/* events lost to a full ring buffer in the last interval */
 	__u64 dropped_at_interval;	/* events_dropped when the last interval closed */
 	struct lw_hist scratch;	/* one interval's histogram, while it is computed */
