@@ -241,7 +241,9 @@ def test_fleet_churned_cgroups_expire_and_survivors_stay_monotonic(ctx):
         left = churn_services(samples)
         assert not left, "%d churned series still there %.1f s after the last exit: %s" % (
             len(left), stale + 2.5, sorted(left)[:5])
-        _, it = one(samples, "loopwatch_loop_iterations_total", service="survivor.service")
+        # by its own cgroup: another suite's survivor may share the service name
+        _, it = one(samples, "loopwatch_loop_iterations_total",
+                    cgroup=base + "/survivor.service")
         assert it > 0 and last_seen, "the survivor's series"
         expired = one(samples, "loopwatch_series_expired_total")[1]
         assert expired >= 50, "loopwatch_series_expired_total %d" % expired
