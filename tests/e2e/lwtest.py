@@ -35,7 +35,10 @@ def in_range(got, lo, hi, rel=0.03, abs_=0.1):
 
 def iteration_bounds(thread):
     """A loopwork thread's truth: per iteration, the busy time it measured (lo) and that
-    plus the edge time around its two waits (hi), in ms."""
+    plus the edge time around its two waits (hi), in ms. A bare list of busy times: no
+    edges known."""
+    if isinstance(thread, list):
+        thread = {"busy_ns": thread, "edge_ns": [0] * (len(thread) + 1)}
     busy, edge = thread["busy_ns"], thread["edge_ns"]
     lo = [b / 1e6 for b in busy]
     hi = [(b + edge[i] + edge[i + 1]) / 1e6 for i, b in enumerate(busy)]
