@@ -4,8 +4,9 @@
  * binary's own stack (built -O2: no frame pointers) from a leaf to its
  * callers with the kernel walker's rules; real files' tables (python3.11,
  * libc, node) say at every function entry what the ABI says; .debug_frame
- * from a compressed debug file fills what .eh_frame lacks; truncated and
- * corrupted files give an error or a table, never a crash.
+ * from a compressed debug file fills what .eh_frame lacks, within a bound on
+ * what it inflates to; truncated and corrupted files give an error or a
+ * table, never a crash.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -263,6 +264,66 @@ static void test_debug_frame(void)
 }
 
 /* ------------------------------------------------------------------ */
+/* a compressed section's claimed size */
+
+static void *file__read(const char *path, size_t *len);
+
+/*
+ * The size a compressed section claims is what libelf allocates to inflate
+ * it: a debug file claiming more than 256 MiB for its .debug_frame is refused
+ * before anything is allocated, the same file with its true size is read.
+ */
+static void test_inflate_bound(void)
+{
+	char dbg_path[PATH_MAX];
+	struct elf_section sec;
+	struct elf_handle h;
+	size_t len, shnum = 0, shstrndx;
+	unsigned char *image, *copy;
+	Elf64_Chdr *ch = NULL;
+	int err;
+
+	workload_path("chainwork_split.debug", dbg_path, sizeof(dbg_path));
+	image = file__read(dbg_path, &len);
+	CHECK(image != NULL, "no %s (make test builds it)", dbg_path);
+	if (!image)
+		return;
+	if (!elf__open_mem(&h, image, len) && !elf_getshdrnum(h.elf, &shnum) &&
+	    !elf_getshdrstrndx(h.elf, &shstrndx)) {
+		for (Elf_Scn *scn = NULL; (scn = elf_nextscn(h.elf, scn));) {
+			GElf_Shdr sh;
+			const char *name;
+
+			if (gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_COMPRESSED) &&
+			    (name = elf_strptr(h.elf, shstrndx, sh.sh_name)) &&
+			    !strcmp(name, ".debug_frame") && sh.sh_offset + sizeof(*ch) <= len)
+				ch = (Elf64_Chdr *)(image + sh.sh_offset);
+		}
+		elf__close(&h);
+	}
+	CHECK(ch != NULL, "a compressed .debug_frame in %s", dbg_path);
+	if (!ch) {
+		free(image);
+		return;
+	}
+	/* inflating changes the header in an image libelf reads in place: a copy each */
+	copy = malloc(len);
+	if (copy) {
+		memcpy(copy, image, len);
+		CHECK(!elf__open_mem(&h, copy, len) && !elf__section(&h, ".debug_frame", &sec) &&
+		      sec.data->d_size == ch->ch_size, "its true size read");
+		elf__close(&h);
+		memcpy(copy, image, len);
+		((Elf64_Chdr *)(copy + ((unsigned char *)ch - image)))->ch_size = 512ull << 20;
+		err = elf__open_mem(&h, copy, len) ? -1 : elf__section(&h, ".debug_frame", &sec);
+		CHECK(err == -E2BIG, "claiming 512 MiB: %d, want -E2BIG", err);
+		elf__close(&h);
+	}
+	free(copy);
+	free(image);
+}
+
+/* ------------------------------------------------------------------ */
 /* malformed files */
 
 static void *file__read(const char *path, size_t *len)
@@ -339,6 +400,7 @@ int main(void)
 	test_real_file("/lib/x86_64-linux-gnu/libc.so.6", 10000);
 	test_real_file("/usr/bin/node", 100000);
 	test_debug_frame();
+	test_inflate_bound();
 	test_malformed();
 	return check__report();
 }

@@ -1014,6 +1014,54 @@ static void test_symbol_budget(struct symbolizer *s)
 	unlink(path);
 }
 
+/* argv run to its end (PATH searched): true when it exits 0 */
+static bool command__ok(char *const argv[])
+{
+	int status, pid = fork();
+
+	if (pid < 0)
+		return false;
+	if (!pid) {
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	return waitpid(pid, &status, 0) == pid && WIFEXITED(status) && !WEXITSTATUS(status);
+}
+
+/*
+ * A stripped file whose .gnu_debuglink names a debug file beside it: the
+ * debug file's table is held to the same budget as a file's own.
+ */
+static void test_symbol_budget_in_debug_file(struct symbolizer *s)
+{
+	char dir[] = "/tmp/lw_symtest_dbg_XXXXXX", dbg[64], stripped[64], link[96];
+	char *split[] = { "objcopy", "--strip-all", link, dbg, stripped, NULL };
+	struct frame f;
+	long grew_kb = 0;
+	double ms = 0;
+
+	CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+	snprintf(dbg, sizeof(dbg), "%s/crafted.debug", dir);
+	snprintf(stripped, sizeof(stripped), "%s/crafted", dir);
+	snprintf(link, sizeof(link), "--add-gnu-debuglink=%s", dbg);
+
+	CHECK(crafted_elf(dbg, 1000, small_name) && command__ok(split), "split a sane table");
+	crafted_one(s, stripped, 17, &f, &ms, &grew_kb);
+	CHECK(!strcmp(f.func, "crafted_17"), "sane, from its debug file: %s", frame__str(&f));
+
+	CHECK(crafted_elf(dbg, 2000000, NULL) && command__ok(split), "split the bomb");
+	crafted_one(s, stripped, 17, &f, &ms, &grew_kb);
+	CHECK(!strcmp(f.func, "[symbols over budget]"), "bomb in the debug file: %s",
+	      frame__str(&f));
+	CHECK(ms < 1000 && grew_kb < 64 * 1024, "bomb in the debug file: %.0f ms, RSS +%ld KiB",
+	      ms, grew_kb);
+	printf("2M symbols in a debug file: %s in %.1f ms, RSS +%ld KiB\n", frame__str(&f), ms,
+	       grew_kb);
+	unlink(stripped);
+	unlink(dbg);
+	rmdir(dir);
+}
+
 /*
  * An exited process's mapping, opened by its path in our namespace: only the
  * very file (device and inode) that was mapped will do.
@@ -1076,6 +1124,7 @@ int main(void)
 	test_kernel(s);
 	test_node(s);
 	test_symbol_budget(s);
+	test_symbol_budget_in_debug_file(s);
 	test_fallback_open_checks_the_device();
 	/* still sane after all of the above */
 	test_self(s);
