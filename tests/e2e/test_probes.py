@@ -248,8 +248,10 @@ def test_non_loop_process_given_with_p(ctx):
     truth = load_truth(out)
     s = summary(lines, pid, "json.dumps")
     wall, cpu = sum(truth["dumps_s"]) * 1000, sum(truth["dumps_cpu_s"]) * 1000
-    # each probed call lies inside the program's own timing and took at least its CPU
-    assert s["calls"] == 12 and 0.97 * cpu <= s["total_ms"] <= wall + 0.5, (s, wall, cpu)
+    # each probed call lies inside the program's own timing and took nearly its CPU: the
+    # probe is the C encoder, and json.dumps' Python around it (the join of its chunks,
+    # 1-4 % of the call measured here) lies outside
+    assert s["calls"] == 12 and 0.9 * cpu <= s["total_ms"] <= wall + 0.5, (s, wall, cpu)
     assert s["busy_ms"] == 0, s
     calls = of_type(lines, "probe_call", pid=pid)
     assert len(calls) == sum(1 for t in truth["dumps_s"] if t >= 0.0011) or len(calls) == 12
