@@ -15,10 +15,11 @@ struct syscall_ctx {
 	int nr;
 };
 
-static __always_inline int flush__enter(struct syscall_ctx *ctx)
+/* one program for the four entries, one for the exits (collector.c attaches them) */
+SEC("tracepoint/syscalls/sys_enter_fsync")
+int flush_enter(struct syscall_ctx *ctx)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct lw_loop *l = bpf_map_lookup_elem(&loops, &tid);
+	struct lw_loop *l = loop__current();
 
 	if (!l || !loop__busy(l))
 		return 0;
@@ -26,23 +27,12 @@ static __always_inline int flush__enter(struct syscall_ctx *ctx)
 	return 0;
 }
 
-static __always_inline int flush__exit(void)
+SEC("tracepoint/syscalls/sys_exit_fsync")
+int flush_exit(void *ctx)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct lw_loop *l = bpf_map_lookup_elem(&loops, &tid);
+	struct lw_loop *l = loop__current();
 
 	if (l && l->call_ns)
 		call__exit(l, bpf_ktime_get_ns());
 	return 0;
 }
-
-#define FLUSH_CALL(name)						\
-SEC("tracepoint/syscalls/sys_enter_" #name)				\
-int flush_enter_##name(struct syscall_ctx *ctx) { return flush__enter(ctx); } \
-SEC("tracepoint/syscalls/sys_exit_" #name)				\
-int flush_exit_##name(void *ctx) { return flush__exit(); }
-
-FLUSH_CALL(fsync)
-FLUSH_CALL(fdatasync)
-FLUSH_CALL(sync_file_range)
-FLUSH_CALL(syncfs)

@@ -56,32 +56,40 @@ static __always_inline void loop__announce(__u32 pid, __u32 tid)
 	e->pid = pid;
 	e->tid = tid;
 	e->pad = 0;
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 }
+
+/* Loop records alive: at most LW_MAX_LOOPS are created. */
+__u32 nloops = 0;
 
 static __always_inline struct lw_loop *loop__create(struct task_struct *task, __u32 pid,
 						   __u32 tid)
 {
-	struct lw_loop *tmpl;
-	__u32 zero = 0;
+	struct lw_loop *l;
 
-	tmpl = bpf_map_lookup_elem(&loop_scratch, &zero);
-	if (!tmpl)
-		return NULL;
 	/*
-	 * Only the header of the scratch record is ever written, so everything
-	 * from preempt_cap on stays zero (a memset of 12 KiB is not possible).
+	 * Past the cap a new loop thread is not tracked (and counted): nothing
+	 * is evicted, so the threads already tracked keep their history. (Two
+	 * CPUs creating at once may pass it by one each.)
 	 */
-	__builtin_memset(tmpl, 0, offsetof(struct lw_loop, preempt_cap));
-	tmpl->pid = pid;
-	tmpl->tid = tid;
-	tmpl->start_ns = BPF_CORE_READ(task, start_time);
-	BPF_CORE_READ_STR_INTO(&tmpl->comm, task, group_leader, comm);
-	bpf_get_current_comm(&tmpl->thread, sizeof(tmpl->thread));
-	if (bpf_map_update_elem(&loops, &tid, tmpl, BPF_ANY))
+	if (nloops >= LW_MAX_LOOPS) {
 		counter__inc(LW_CTR_LOOPS_FULL);
+		return NULL;
+	}
+	/* zeroed by the kernel: only the identity is filled in */
+	l = bpf_task_storage_get(&loops, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!l) {
+		counter__inc(LW_CTR_LOOPS_FULL);
+		return NULL;
+	}
+	__sync_fetch_and_add(&nloops, 1);
+	l->pid = pid;
+	l->tid = tid;
+	l->start_ns = BPF_CORE_READ(task, start_time);
+	BPF_CORE_READ_STR_INTO(&l->comm, task, group_leader, comm);
+	bpf_get_current_comm(&l->thread, sizeof(l->thread));
 	loop__announce(pid, tid);
-	return bpf_map_lookup_elem(&loops, &tid);
+	return l;
 }
 
 static __always_inline void stall__emit(struct lw_loop *l, __u64 now, __u64 busy_ns)
@@ -104,7 +112,7 @@ static __always_inline void stall__emit(struct lw_loop *l, __u64 now, __u64 busy
 	__builtin_memcpy(e->comm, l->comm, LW_COMM_LEN);
 	bpf_get_current_comm(e->thread, sizeof(e->thread));
 	bpf_probe_read_kernel(&e->iter, sizeof(e->iter), &l->iter);
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, LW_RB_LAZY);
 }
 
 /* The iteration ended at now: account it, report it if it stalled, start afresh. */
@@ -161,15 +169,15 @@ static __always_inline __u32 bits__count(__u64 x)
 	return (__u32)((x * 0x0101010101010101ULL) >> 56);
 }
 
-static __always_inline void poll__fds(const struct syscall_enter_ctx *ctx, struct lw_wait_fds *w)
+static __always_inline void poll__fds(const __u64 *args, struct lw_wait_fds *w)
 {
 	struct pollfd pfds[LW_WAIT_FDS];
-	__u64 n = ctx->args[1];
+	__u64 n = args[1];
 	__u32 k = n < LW_WAIT_FDS ? (__u32)n : LW_WAIT_FDS;
 
 	w->nfds = n > 0xffffffffULL ? 0xffffffffU : (__u32)n;
 	if (!k || k > LW_WAIT_FDS ||
-	    bpf_probe_read_user(pfds, k * sizeof(pfds[0]), (void *)ctx->args[0]))
+	    bpf_probe_read_user(pfds, k * sizeof(pfds[0]), (void *)args[0]))
 		return;
 	for (__u32 i = 0; i < LW_WAIT_FDS; i++)
 		if (i < k)
@@ -210,12 +218,11 @@ static long select__word(__u64 i, void *arg)
 }
 
 /* How many fds the sets hold, and the lowest (those of the first 64 that has any). */
-static __always_inline void select__fds(const struct syscall_enter_ctx *ctx,
-					struct lw_wait_fds *w)
+static __always_inline void select__fds(const __u64 *args, struct lw_wait_fds *w)
 {
 	struct select_scan scan = {
-		.sets = { ctx->args[1], ctx->args[2], ctx->args[3] },
-		.n = ctx->args[0] & 0xffffffffULL,
+		.sets = { args[1], args[2], args[3] },
+		.n = args[0] & 0xffffffffULL,
 	};
 	__u64 bits;
 
@@ -231,7 +238,7 @@ static __always_inline void select__fds(const struct syscall_enter_ctx *ctx,
 	}
 }
 
-static __always_inline void wait__fds(const struct syscall_enter_ctx *ctx, __u32 kind,
+static __always_inline void wait__fds(const __u64 *args, __u32 kind,
 				      struct lw_wait_fds *w)
 {
 	w->nfds = 0;
@@ -239,11 +246,11 @@ static __always_inline void wait__fds(const struct syscall_enter_ctx *ctx, __u32
 		w->fds[i] = -1;
 	if (kind == LW_CALL_EPOLL) {
 		w->nfds = 1;
-		w->fds[0] = (__s32)ctx->args[0];
+		w->fds[0] = (__s32)args[0];
 	} else if (kind == LW_CALL_POLL) {
-		poll__fds(ctx, w);
+		poll__fds(args, w);
 	} else {
-		select__fds(ctx, w);
+		select__fds(args, w);
 	}
 }
 
@@ -295,50 +302,67 @@ static __always_inline enum wait_role wait__role(struct lw_loop *l, struct task_
 	return WAIT_NESTED;
 }
 
-static __always_inline int wait__enter(const struct syscall_enter_ctx *ctx, __u32 kind)
+/*
+ * One program for the entries of all seven wait calls: collector.c attaches
+ * it to each tracepoint with the call's kind as the link's cookie, so the
+ * verifier checks it once, not seven times. A thread that is no loop pays
+ * a task-storage miss (two pointer loads) before anything else.
+ */
+SEC("tracepoint/syscalls/sys_enter_epoll_wait")
+int wait_enter(const struct syscall_enter_ctx *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)id, pid = id >> 32;
-	__u64 now = bpf_ktime_get_ns();
+	__u32 kind = (__u32)bpf_get_attach_cookie((void *)ctx);
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	struct lw_loop *l = loop__of(task);
 	struct wait_call w = { .kind = kind };
 	struct lw_wait_fds fds;
 	enum wait_role role = WAIT_HOME;
-	struct lw_loop *l;
+	struct pt_regs *regs;
+	__u64 now, args[4];
 
+	if (kind < LW_CALL_EPOLL || kind > LW_CALL_SELECT)
+		return 0;
+	regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	/*
+	 * Only the first three arguments come from the context: one program
+	 * serves calls of three (poll) to six arguments, and the kernel lets a
+	 * program read no further than the shortest tracepoint's. A select's
+	 * fourth (its except set) is read from the saved user registers.
+	 */
+	args[0] = ctx->args[0];
+	args[1] = ctx->args[1];
+	args[2] = ctx->args[2];
+	args[3] = kind == LW_CALL_SELECT && regs ? BPF_CORE_READ(regs, r10) : 0;
 	/* what the home wait is known by: the epoll fd, a poll's array, a select's set */
-	w.set = ctx->args[0];
+	w.set = args[0];
 	if (kind == LW_CALL_SELECT)
-		w.set = ctx->args[1] ? ctx->args[1] : ctx->args[2] ? ctx->args[2] : ctx->args[3];
+		w.set = args[1] ? args[1] : args[2] ? args[2] : args[3];
 	w.sp = regs ? PT_REGS_SP(regs) : 0;
 
-	l = bpf_map_lookup_elem(&loops, &tid);
-	if (l && (l->flags & LW_THREAD_EXITED)) {
-		/* the tid was reused before userspace reaped the old record */
-		bpf_map_delete_elem(&loops, &tid);
-		l = NULL;
-	}
 	if (!l) {
+		__u64 id = bpf_get_current_pid_tgid();
+		__u32 pid = id >> 32;
+
 		if (!process__wanted(task, pid))
 			return 0;
 		if (nested_waits) {
-			wait__fds(ctx, kind, &fds);
+			wait__fds(args, kind, &fds);
 			if (wait__call_style(task, kind, &fds))
 				return 0;
 		}
-		l = loop__create(task, pid, tid);
+		l = loop__create(task, pid, (__u32)id);
 		if (!l)
 			return 0;
 		home__set(l, task, &w);
 		l->in_wait = 1;
-		l->wait_enter_ns = now;
+		l->wait_enter_ns = bpf_ktime_get_ns();
 		return 0;
 	}
 	if (nested_waits && !l->in_wait && (kind != l->home_kind || w.set != l->home_set)) {
-		wait__fds(ctx, kind, &fds);
+		wait__fds(args, kind, &fds);
 		role = wait__role(l, task, &w, &fds);
 	}
+	now = bpf_ktime_get_ns();
 	if (role == WAIT_NESTED) {
 		call__enter(l, ctx->nr, kind, now);
 		l->call_wait = fds;
@@ -369,22 +393,31 @@ struct syscall_exit_ctx {
 	long ret;
 };
 
-static __always_inline int wait__exit(int nr, long ret)
+/*
+ * One program for the exits of the seven wait calls and of restart_syscall,
+ * where a poll/select resumed after a stop ends (its link's cookie says so).
+ */
+SEC("tracepoint/syscalls/sys_exit_epoll_wait")
+int wait_exit(const struct syscall_exit_ctx *ctx)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	__u64 now = bpf_ktime_get_ns();
-	struct lw_loop *l;
+	struct lw_loop *l = loop__current();
+	long ret;
+	__u64 now;
 
-	l = bpf_map_lookup_elem(&loops, &tid);
 	if (!l)
 		return 0;
+	if (bpf_get_attach_cookie((void *)ctx) == LW_WAIT_RESTART &&
+	    !(l->flags & LW_THREAD_RESTARTING))
+		return 0;
 	/* a nested wait returns: the iteration goes on */
-	if (l->call_ns && l->call_nr == nr) {
-		call__exit(l, now);
+	if (l->call_ns && l->call_nr == ctx->nr) {
+		call__exit(l, bpf_ktime_get_ns());
 		return 0;
 	}
 	if (!l->in_wait)
 		return 0;
+	now = bpf_ktime_get_ns();
+	ret = ctx->ret;
 	l->idle_ns += now - l->wait_enter_ns;
 	/*
 	 * A stop/continue, a ptrace attach or a signal with SA_RESTART: the
@@ -406,41 +439,39 @@ static __always_inline int wait__exit(int nr, long ret)
 	return 0;
 }
 
-#define WAIT_CALL(name, kind)						\
-SEC("tracepoint/syscalls/sys_enter_" #name)				\
-int enter_##name(struct syscall_enter_ctx *ctx) { return wait__enter(ctx, kind); } \
-SEC("tracepoint/syscalls/sys_exit_" #name)				\
-int exit_##name(struct syscall_exit_ctx *ctx) { return wait__exit(ctx->nr, ctx->ret); }
-
-WAIT_CALL(epoll_wait, LW_CALL_EPOLL)
-WAIT_CALL(epoll_pwait, LW_CALL_EPOLL)
-WAIT_CALL(epoll_pwait2, LW_CALL_EPOLL)
-WAIT_CALL(poll, LW_CALL_POLL)
-WAIT_CALL(ppoll, LW_CALL_POLL)
-WAIT_CALL(select, LW_CALL_SELECT)
-WAIT_CALL(pselect6, LW_CALL_SELECT)
-
-/* A poll/select resumed after a stop ends here, not at its own exit. */
-SEC("tracepoint/syscalls/sys_exit_restart_syscall")
-int exit_restart_syscall(struct syscall_exit_ctx *ctx)
-{
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct lw_loop *l = bpf_map_lookup_elem(&loops, &tid);
-
-	if (l && (l->flags & LW_THREAD_RESTARTING))
-		wait__exit(ctx->nr, ctx->ret);
-	return 0;
-}
-
-/* Mark, don't delete: userspace still has to read the final counts. */
+/*
+ * Mark and keep a copy: the task storage goes with the task, and userspace
+ * still has to read the final counts.
+ */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(loop_thread_exit, struct task_struct *task)
 {
-	__u32 tid = BPF_CORE_READ(task, pid);
-	struct lw_loop *l = bpf_map_lookup_elem(&loops, &tid);
+	struct lw_loop *l = loop__of(task);
+	__u32 tid;
 
+	if (!l)
+		return 0;
+	l->flags |= LW_THREAD_EXITED;
+	tid = l->tid;
+	if (bpf_map_update_elem(&loops_final, &tid, l, BPF_ANY))
+		counter__inc(LW_CTR_EVENTS_DROPPED);
+	bpf_task_storage_delete(&loops, task);
+	__sync_fetch_and_add(&nloops, -1);
+	return 0;
+}
+
+/* Every live loop record, for userspace (collector__drain_loops). */
+SEC("iter/task")
+int dump_loops(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+	struct lw_loop *l;
+
+	if (!task)
+		return 0;
+	l = loop__of(task);
 	if (l)
-		l->flags |= LW_THREAD_EXITED;
+		bpf_seq_write(ctx->meta->seq, l, sizeof(*l));
 	return 0;
 }
 

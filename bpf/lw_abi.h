@@ -143,21 +143,23 @@ struct lw_block_ref {
 	__u64 ns;
 };
 
-/* The evidence gathered during the current iteration; reset when it ends. */
+/*
+ * The evidence gathered during the current iteration; reset when it ends.
+ * The counters come first: the end of every iteration resets them, and they
+ * share one cache line.
+ */
 struct lw_iter {
 	__u64 blocked_ns;	/* off CPU, sleeping */
 	__u64 runq_ns;		/* runnable, waiting for a CPU */
+	__u64 runq_max_ns;	/* the longest wait for a CPU (where: runq_cap) */
 	__u32 samples_seen;	/* CPU samples taken; the first LW_ITER_SAMPLES kept, */
 	__u32 nsyscalls;	/* then a uniform reservoir of them */
 	__u32 nblocks;
-	__u32 pad;
+	__u32 nprobes;
 	struct lw_stack_ref samples[LW_ITER_SAMPLES];
 	struct lw_syscall_sum syscalls[LW_ITER_SYSCALLS];
 	struct lw_block_ref blocks[LW_ITER_BLOCKS];
-	__u32 nprobes;
-	__u32 pad2;
 	struct lw_probe_sum probes[LW_ITER_PROBES];
-	__u64 runq_max_ns;	/* the longest wait for a CPU, and where it was */
 	struct lw_capture runq_cap;	/* preempted there */
 };
 
@@ -309,16 +311,25 @@ enum lw_call_kind {
 };
 
 /*
- * One loop thread, keyed by tid in the "loops" map. The BPF side owns every
- * field; userspace only reads, diffs successive snapshots and deletes records
- * flagged LW_THREAD_EXITED once it has read them.
+ * One program serves every wait call's entry, one every exit: the cookie of
+ * each entry's link is the call's kind (enum lw_call_kind); the exits' is 0,
+ * but LW_WAIT_RESTART on restart_syscall's, where a resumed poll ends.
+ */
+#define LW_WAIT_RESTART 1
+
+/*
+ * One loop thread, in the "loops" task storage of its task; userspace reads
+ * the live ones through the "dump_loops" task iterator and the exited ones
+ * from "loops_final" (deleting them once read). The BPF side owns every
+ * field; userspace only reads and diffs successive snapshots.
+ *
+ * Laid out by temperature: what every wait call and context switch touches
+ * comes first (the state, the home wait, the totals; then the open blocking
+ * call's start and the iteration's counters, at the heads of struct lw_block
+ * and struct lw_iter), the histogram takes one more line per iteration, and
+ * the rest is touched only when there is evidence to keep.
  */
 struct lw_loop {
-	__u32 pid;
-	__u32 tid;
-	__u64 start_ns;		/* task start time: tells a reused tid apart */
-	char comm[LW_COMM_LEN];	/* process (group leader) name */
-	char thread[LW_COMM_LEN];
 	__u32 flags;
 	__u32 in_wait;		/* inside a wait call right now */
 	__u64 wait_enter_ns;
@@ -334,17 +345,16 @@ struct lw_loop {
 	 */
 	__u32 home_kind;	/* enum lw_call_kind */
 	__u32 nested_run;	/* nested waits since the last home wait */
+	/* inside a syscall timed entry to exit (a flush, a nested wait) since call_ns */
+	__s32 call_nr;
 	__u64 home_set;		/* the epoll fd; a poll's array, a select's first set */
 	__u64 home_sp;		/* user stack pointer at the latest home wait */
 	__u64 home_file;	/* the epoll fd's struct file: gone when the loop closed it */
-	/* inside a syscall timed entry to exit (a flush, a nested wait) since call_ns */
-	__s32 call_nr;
-	__u32 call_kind;	/* enum lw_call_kind */
 	__u64 call_ns;
+	__u32 call_kind;	/* enum lw_call_kind */
 	struct lw_wait_fds call_wait;	/* a nested wait's fds, read at its entry */
-	struct lw_capture preempt_cap;	/* where it was last preempted */
-	struct lw_block block;
-	struct lw_iter iter;
+	__u32 pid;
+	__u32 tid;
 
 	/* totals since the thread was first seen, all monotonic */
 	__u64 iterations;
@@ -354,7 +364,14 @@ struct lw_loop {
 	__u64 blocked_ns;
 	__u64 runq_ns;
 	__u64 stalls;
+
+	struct lw_block block;
+	struct lw_iter iter;
 	struct lw_hist busy_hist;
+	struct lw_capture preempt_cap;	/* where it was last preempted */
+	__u64 start_ns;		/* task start time */
+	char comm[LW_COMM_LEN];	/* process (group leader) name */
+	char thread[LW_COMM_LEN];
 };
 
 #endif /* LW_ABI_H */

@@ -143,7 +143,7 @@ static __always_inline void probe__emit(void *ctx, __u32 pid, __u32 tid, __u32 i
 	/* at the return: the stack of whoever called the probed function */
 	capture__take(ctx, &e->cap, PT_REGS_SP((struct pt_regs *)ctx), -1);
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, LW_RB_LAZY);
 }
 
 SEC("uretprobe")
@@ -161,7 +161,7 @@ int BPF_KRETPROBE(probe_return)
 	if (--t->depth)
 		return 0;
 	ns = now - t->start_ns;
-	l = bpf_map_lookup_elem(&loops, &tid);
+	l = loop__current();
 	in_busy = l && loop__busy(l);
 	if (in_busy)
 		iter__add_probe(&l->iter, t->id, ns);

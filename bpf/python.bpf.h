@@ -257,8 +257,9 @@ static __always_inline __u32 python__store(struct lw_py_stack *st)
 /*
  * The current thread's Python stack, stored in py_stacks: its id, or 0 when
  * the process is no configured Python process (or the stack was lost).
+ * A global function, verified once per program rather than at each call.
  */
-static __always_inline __u32 python__capture(void)
+__weak __noinline __u32 python__capture(void)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 pid = pid_tgid >> 32, zero = 0;

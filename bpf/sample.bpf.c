@@ -2,7 +2,10 @@
 /*
  * CPU samples (software cpu-clock, there is no PMU here) kept only for loop
  * threads inside a busy period, in the iteration's own record: a stall
- * carries the stacks taken during it and nothing else.
+ * carries the stacks taken during it and nothing else. Only iterations at
+ * least sample_gate_ns old take stacks (bpf/maps.bpf.h): most iterations
+ * end long before, and a sample of one then costs a task-storage lookup
+ * and a clock read, not a stack walk.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -12,11 +15,12 @@
 SEC("perf_event")
 int loop_sample(struct bpf_perf_event_data *ctx)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct lw_loop *l = bpf_map_lookup_elem(&loops, &tid);
+	struct lw_loop *l = loop__current();
 	__u32 seen, slot;
 
 	if (!l || !loop__busy(l))
+		return 0;
+	if (bpf_ktime_get_ns() - l->busy_start_ns < sample_gate_ns)
 		return 0;
 	seen = l->iter.samples_seen++;
 	slot = seen;

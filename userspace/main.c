@@ -34,6 +34,12 @@
 /* a stuck check this close before the interval's drain waits for it */
 #define STUCK_COALESCE_S 0.1
 
+/*
+ * The ring buffer is read at least this often: the BPF side submits events
+ * without waking us (bpf/iteration.bpf.h), all but a new loop's.
+ */
+#define EVENTS_POLL_S 0.05
+
 static volatile sig_atomic_t exiting, snapshot_wanted;
 
 static void signal__handle(int sig)
@@ -291,6 +297,9 @@ fail:
 
 static void run__close(struct run *r)
 {
+	/* first: every BPF close below is then a reference drop (collector.c) */
+	if (r->c)
+		collector__hand_off();
 	sinks__close(r->sinks);
 	stuck_watch__free(r->events.stuck);
 	decoder__free(r->decoder);
@@ -336,17 +345,18 @@ static int run__wait(struct run *r, double deadline)
 	int timeout_ms = left > 0 ? (int)(left * 1000) + 1 : 0;
 	int n, ret;
 
+	if (timeout_ms > EVENTS_POLL_S * 1000)
+		timeout_ms = EVENTS_POLL_S * 1000;
 	fds[0] = (struct pollfd){ .fd = collector__fd(r->c), .events = POLLIN };
 	n = sinks__pollfds(r->sinks, fds + 1, SINKS_MAX_POLLFDS);
 	ret = poll(fds, (nfds_t)(n + 1), timeout_ms);
 	/* a debugger attaching can leak the kernel's restart codes (512-516) here */
 	if (ret < 0)
 		return errno == EINTR || errno >= 512 ? 0 : -errno;
-	if (fds[0].revents) {
-		ret = collector__consume(r->c);
-		if (ret && ret != -EINTR)
-			return ret;
-	}
+	/* woken or not: most events come without a wakeup */
+	ret = collector__consume(r->c);
+	if (ret && ret != -EINTR)
+		return ret;
 	if (!sinks__ready(r->sinks, fds + 1, n))
 		exiting = 1;
 	return 0;

@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#define _GNU_SOURCE
 #include <errno.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <linux/perf_event.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -14,14 +19,54 @@
 #include "kernel/system.h"
 #include "loopwatch.skel.h"
 
+/*
+ * The per-syscall tracepoints, each served by one program for all the calls
+ * of its kind (the verifier checks it once, not once per call); the link's
+ * cookie tells the program which call it is (bpf/lw_abi.h).
+ */
+static const struct syscall_tp {
+	const char *prog;
+	const char *tp;
+	__u64 cookie;
+} syscall_tps[] = {
+	{ "wait_enter", "sys_enter_epoll_wait", LW_CALL_EPOLL },
+	{ "wait_enter", "sys_enter_epoll_pwait", LW_CALL_EPOLL },
+	{ "wait_enter", "sys_enter_epoll_pwait2", LW_CALL_EPOLL },
+	{ "wait_enter", "sys_enter_poll", LW_CALL_POLL },
+	{ "wait_enter", "sys_enter_ppoll", LW_CALL_POLL },
+	{ "wait_enter", "sys_enter_select", LW_CALL_SELECT },
+	{ "wait_enter", "sys_enter_pselect6", LW_CALL_SELECT },
+	{ "wait_exit", "sys_exit_epoll_wait", 0 },
+	{ "wait_exit", "sys_exit_epoll_pwait", 0 },
+	{ "wait_exit", "sys_exit_epoll_pwait2", 0 },
+	{ "wait_exit", "sys_exit_poll", 0 },
+	{ "wait_exit", "sys_exit_ppoll", 0 },
+	{ "wait_exit", "sys_exit_select", 0 },
+	{ "wait_exit", "sys_exit_pselect6", 0 },
+	{ "wait_exit", "sys_exit_restart_syscall", LW_WAIT_RESTART },
+	{ "flush_enter", "sys_enter_fsync", 0 },
+	{ "flush_enter", "sys_enter_fdatasync", 0 },
+	{ "flush_enter", "sys_enter_sync_file_range", 0 },
+	{ "flush_enter", "sys_enter_syncfs", 0 },
+	{ "flush_exit", "sys_exit_fsync", 0 },
+	{ "flush_exit", "sys_exit_fdatasync", 0 },
+	{ "flush_exit", "sys_exit_sync_file_range", 0 },
+	{ "flush_exit", "sys_exit_syncfs", 0 },
+};
+#define NSYSCALL_TPS (sizeof(syscall_tps) / sizeof(syscall_tps[0]))
+
+/* live loop records read from the task iterator at once */
+#define DRAIN_BATCH 16
+
 struct collector {
 	struct loopwatch_bpf *skel;
 	struct ring_buffer *rb;
 	struct bpf_link **sample_links;
 	int nsample_links;
+	struct bpf_link *tp_links[NSYSCALL_TPS];
 	event_fn on_event;
 	void *ctx;
-	struct lw_loop *buf;	/* one record: too large for the stack */
+	struct lw_loop *buf;	/* DRAIN_BATCH records: too large for the stack */
 	__u32 *keys;
 	/* the unwind tables, written through mmap: a file's rows at once */
 	struct lw_uw_row *uw_rows;
@@ -104,6 +149,35 @@ static int collector__attach_sampling(struct collector *c, int hz)
 	return 0;
 }
 
+/* The programs of syscall_tps, which the skeleton leaves to us. */
+static void collector__no_autoattach(struct collector *c)
+{
+	for (size_t i = 0; i < NSYSCALL_TPS; i++) {
+		struct bpf_program *prog =
+			bpf_object__find_program_by_name(c->skel->obj, syscall_tps[i].prog);
+
+		if (prog)
+			bpf_program__set_autoattach(prog, false);
+	}
+}
+
+static int collector__attach_syscalls(struct collector *c)
+{
+	for (size_t i = 0; i < NSYSCALL_TPS; i++) {
+		LIBBPF_OPTS(bpf_tracepoint_opts, opts, .bpf_cookie = syscall_tps[i].cookie);
+		struct bpf_program *prog =
+			bpf_object__find_program_by_name(c->skel->obj, syscall_tps[i].prog);
+
+		if (!prog)
+			return -ENOENT;
+		c->tp_links[i] = bpf_program__attach_tracepoint_opts(prog, "syscalls",
+								     syscall_tps[i].tp, &opts);
+		if (!c->tp_links[i])
+			return -errno;
+	}
+	return 0;
+}
+
 /* An mmapable array map's memory; NULL (errno set) on failure. */
 static void *map__mmap(struct bpf_map *map, size_t bytes)
 {
@@ -145,7 +219,7 @@ struct collector *collector__open(const struct collector_opts *opts, char *err, 
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	c->buf = calloc(1, sizeof(*c->buf));
+	c->buf = calloc(DRAIN_BATCH, sizeof(*c->buf));
 	c->keys = calloc(LW_MAX_LOOPS, sizeof(*c->keys));
 	if (!c->buf || !c->keys) {
 		snprintf(err, errlen, "out of memory");
@@ -183,12 +257,15 @@ struct collector *collector__open(const struct collector_opts *opts, char *err, 
 	c->skel->rodata->stall_threshold_ns = opts->stall_threshold_ns;
 	c->skel->rodata->slow_threshold_ns = opts->slow_threshold_ns;
 	c->skel->rodata->block_threshold_ns = opts->block_threshold_ns;
+	/* stacks from 1/16 of the slow threshold on: see bpf/maps.bpf.h */
+	c->skel->rodata->sample_gate_ns = opts->slow_threshold_ns / 16;
 	c->skel->rodata->probe_threshold_ns = opts->probe_threshold_ns;
 	c->skel->rodata->nested_waits = !opts->no_nested_waits;
 	if (opts->comm) {
 		c->skel->rodata->filter_comm = true;
 		strncpy((char *)c->skel->rodata->comm_filter, opts->comm, LW_COMM_LEN - 1);
 	}
+	collector__no_autoattach(c);
 	if (collector__size_unwind(c, opts)) {
 		snprintf(err, errlen, "cannot size the unwind tables");
 		goto fail;
@@ -214,6 +291,8 @@ struct collector *collector__open(const struct collector_opts *opts, char *err, 
 
 	/* Attach tracepoints */
 	ret = loopwatch_bpf__attach(c->skel);
+	if (!ret)
+		ret = collector__attach_syscalls(c);
 	if (ret) {
 		snprintf(err, errlen, "cannot attach BPF programs: %s (run with -v for details)",
 			 strerror(-ret));
@@ -239,6 +318,78 @@ fail:
 	return NULL;
 }
 
+/*
+ * Detaching a per-syscall tracepoint or a uprobe waits for an RCU Tasks
+ * Trace grace period, and the last perf user of a tracepoint another one
+ * under the kernel's global event_mutex (perf_trace_event_unreg), 30-110 ms
+ * each, one after the other whatever thread closes them: 1-3 s for all of
+ * loopwatch's. So the last references go to a child instead: it shares
+ * every open file, waits for us to exit (its pipe closes) and lets its own
+ * exit release them, in the background. Our closes are then reference
+ * drops; the programs stay attached, doing nothing anyone sees, about a
+ * second longer. Called before anything BPF is closed (main.c: also before
+ * the probes' links). If the fork fails, closing is just slow.
+ */
+/*
+ * Sockets and pipes, but keep: a listening port must be free for the next
+ * loopwatch at once, and a reader of our output or an alert program must
+ * see its end of file.
+ */
+static void fds__close_streams(int keep)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	struct stat st;
+	int fd;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		fd = atoi(e->d_name);
+		if (fd > 2 && fd != keep && fd != dirfd(d) && !fstat(fd, &st) &&
+		    (S_ISSOCK(st.st_mode) || S_ISFIFO(st.st_mode)))
+			close(fd);
+	}
+	closedir(d);
+}
+
+void collector__hand_off(void)
+{
+	int pipefd[2], devnull;
+	pid_t pid;
+	char b;
+
+	if (pipe2(pipefd, O_CLOEXEC))
+		return;
+	pid = fork();
+	if (pid != 0) {
+		/* ours closes when we exit, whatever way */
+		close(pipefd[0]);
+		if (pid < 0)
+			close(pipefd[1]);
+		return;
+	}
+	/* no terminal, no signals, no hold on anybody's pipes */
+	setsid();
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
+	close(pipefd[1]);
+	devnull = open("/dev/null", O_RDWR);
+	if (devnull >= 0) {
+		dup2(devnull, 0);
+		dup2(devnull, 1);
+		dup2(devnull, 2);
+		if (devnull > 2)
+			close(devnull);
+	}
+	fds__close_streams(pipefd[0]);
+	while (read(pipefd[0], &b, 1) < 0 && errno == EINTR)
+		;
+	_exit(0);
+}
+
 void collector__destroy(struct collector *c)
 {
 	if (!c)
@@ -247,6 +398,8 @@ void collector__destroy(struct collector *c)
 	for (int i = 0; i < c->nsample_links; i++)
 		bpf_link__destroy(c->sample_links[i]);
 	free(c->sample_links);
+	for (size_t i = 0; i < NSYSCALL_TPS; i++)
+		bpf_link__destroy(c->tp_links[i]);
 	if (c->uw_rows)
 		munmap(c->uw_rows, c->nuw_rows * sizeof(*c->uw_rows));
 	if (c->uw_pages)
@@ -384,25 +537,55 @@ void collector__counters(struct collector *c, __u64 *dropped, __u64 *loops_full)
 	}
 }
 
+/* The live records, through the task iterator (they live in task storage). */
+static int collector__drain_live(struct collector *c, loop_fn fn, void *ctx)
+{
+	size_t have = 0, rec = sizeof(*c->buf), cap = DRAIN_BATCH * rec;
+	char *buf = (char *)c->buf;
+	int it, n = 0;
+	ssize_t got;
+
+	it = bpf_iter_create(bpf_link__fd(c->skel->links.dump_loops));
+	if (it < 0)
+		return -errno;
+	for (;;) {
+		got = read(it, buf + have, cap - have);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			break;
+		have += (size_t)got;
+		for (size_t off = 0; off + rec <= have; off += rec, n++)
+			fn((const struct lw_loop *)(buf + off), ctx);
+		/* a record split across reads: keep its start */
+		memmove(buf, buf + have / rec * rec, have % rec);
+		have %= rec;
+	}
+	close(it);
+	return n;
+}
+
 int collector__drain_loops(struct collector *c, loop_fn fn, void *ctx)
 {
-	int fd = bpf_map__fd(c->skel->maps.loops);
+	int fd = bpf_map__fd(c->skel->maps.loops_final);
 	__u32 key, *prev = NULL;
-	int nkeys = 0;
+	int n, nkeys = 0;
 
-	/* keys first: deleting while walking would restart the walk */
+	n = collector__drain_live(c, fn, ctx);
+	if (n < 0)
+		n = 0;
+	/* then the exited threads' last records; keys first: deleting restarts a walk */
 	while (nkeys < LW_MAX_LOOPS && !bpf_map_get_next_key(fd, prev, &key)) {
 		c->keys[nkeys] = key;
 		prev = &c->keys[nkeys++];
 	}
 	for (int i = 0; i < nkeys; i++) {
 		if (bpf_map_lookup_elem(fd, &c->keys[i], c->buf))
-			continue;	/* evicted or reaped meanwhile */
+			continue;
 		fn(c->buf, ctx);
-		if (c->buf->flags & LW_THREAD_EXITED)
-			bpf_map_delete_elem(fd, &c->keys[i]);
+		bpf_map_delete_elem(fd, &c->keys[i]);
 	}
-	return nkeys;
+	return n + nkeys;
 }
 
 /* Every entry of a hash map of aggregates: key and value handed to fn. */

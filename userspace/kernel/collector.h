@@ -43,6 +43,12 @@ struct bpf_link;
 /* NULL on failure, with a one-line reason in err. */
 struct collector *collector__open(const struct collector_opts *opts, char *err, size_t errlen);
 void collector__destroy(struct collector *c);
+/*
+ * Fork a child that holds every open BPF link until this process exits and
+ * then releases them in the background: the closes that follow, here and
+ * by the probes, return at once instead of waiting a grace period each.
+ */
+void collector__hand_off(void);
 /* A descriptor that polls readable when kernel events wait in the ring buffer. */
 int collector__fd(const struct collector *c);
 /* Hand every waiting event to on_event; 0 or -errno. */
@@ -85,7 +91,7 @@ typedef void (*probe_fn)(const struct lw_probe_key *key, const struct lw_probe_s
 			 void *ctx);
 /* Every (process, probe) aggregate. */
 int collector__drain_probes(struct collector *c, probe_fn fn, void *ctx);
-/* Every loop record, then reap the ones whose thread exited. */
+/* Every live loop record, then those of threads that exited (reaped once read). */
 int collector__drain_loops(struct collector *c, loop_fn fn, void *ctx);
 
 #endif
