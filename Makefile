@@ -111,7 +111,9 @@ run: $(OUT)/loopwatch
 
 # LOAD=N: N CPU hogs run beside the tests (a loaded host, as CI machines are)
 LOAD ?= 0
+# the cost guard (tests/e2e/test_cost.py) runs the bench's floor and workloads
 test: $(OUT)/loopwatch $(UNIT_TESTS) $(WORKLOADS) $(FUZZERS) $(OUT)/.test-deps
+	$(MAKE) -C tools/bench OUT=$(abspath $(OUT)) build
 	python3 tests/run.py --build $(OUT) --load $(LOAD)
 
 # ASan + UBSan (gcc's libasan/libubsan): loopwatch, the unit tests and the fuzz

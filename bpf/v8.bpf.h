@@ -151,67 +151,90 @@ static __always_inline void v8__heads(const struct lw_v8_proc *cfg, struct lw_v8
 	f->flags |= LW_V8_F_HEADS;
 }
 
+/* One walk's state, for the bpf_loop callback. */
+struct v8_walk {
+	const struct lw_v8_proc *cfg;
+	struct lw_v8_scratch *s;
+	__u64 pc, fp, sp, limit;
+	__u32 top, n, stopped;
+};
+
 /*
- * Walk from (pc, fp): frame i of the stack is the i-th frame walked, so
- * the verifier sees one path per iteration. pc 0 means "reached through
- * V8's own records": a V8 frame. A native pc ends the walk: JS never calls
- * C without an exit frame or a fast C call record, where the walk starts.
+ * Frame i of the walk from (pc, fp). pc 0 means "reached through V8's own
+ * records": a V8 frame. A native pc ends the walk: JS never calls C without
+ * an exit frame or a fast C call record, where the walk starts. A bpf_loop
+ * callback: the verifier checks the body once, not once per frame.
  */
+static long v8__step(__u64 i, void *ctx)
+{
+	struct v8_walk *w = ctx;
+	const struct lw_v8_proc *cfg = w->cfg;
+	struct lw_v8_scratch *s = w->s;
+	struct lw_v8_stack *st = &s->stack;
+	__u64 marker, next_fp, fp = w->fp, pc = w->pc;
+	struct lw_v8_frame *f;
+	bool js, exit, entry;
+	__u32 type;
+
+	w->stopped = 1;
+	if (i >= LW_V8_MAX_DEPTH)
+		return 1;
+	f = &st->frames[i & (LW_V8_MAX_DEPTH - 1)];
+	if (fp < w->sp || fp >= w->limit || (fp & 7)) {
+		st->flags |= LW_V8_S_BAD_FP;
+		return 1;
+	}
+	if (pc && !v8__is_code(cfg, pc))
+		return 1;
+	if (bpf_probe_read_user(s->win, LW_V8_WIN, (const void *)(fp - LW_V8_WIN_BELOW))) {
+		st->flags |= LW_V8_S_READ_ERROR;
+		return 1;
+	}
+	marker = v8__win(s, cfg->fp_marker);
+	/* a typed frame's marker is StackFrame::TypeToMarker(t) = t << 1 */
+	type = (__u32)(marker >> 1);
+	js = marker & 1;
+	exit = !js && type == cfg->ft_builtin_exit;
+	entry = !js && (type == cfg->ft_entry || type == cfg->ft_construct_entry);
+	f->pc = pc;
+	f->flags = w->top | (exit ? LW_V8_F_BUILTIN_EXIT : 0);
+	f->func = v8__win(s, exit ? cfg->fp_exit_target :
+			     js ? cfg->fp_function : LW_V8_NO_OFF);
+	f->bytecode_array = v8__win(s, js ? cfg->fp_bytecode_array : LW_V8_NO_OFF);
+	f->bytecode_offset = v8__win(s, js ? cfg->fp_bytecode_offset : LW_V8_NO_OFF);
+	f->sfi = f->sfi_map = f->sfi_name = f->sfi_script = f->sfi_ints = 0;
+	f->pad = 0;
+	if (js && !(f->bytecode_offset & 1))
+		f->flags |= LW_V8_F_BC_SMI;
+	if (js || exit)
+		v8__heads(cfg, s, f);
+	w->n = i + 1;
+	w->top = 0;
+	/* an entry frame: C++ called JS here, go on at the outer exit frame above */
+	next_fp = v8__win(s, entry ? cfg->fp_entry_next : LW_V8_WIN_BELOW);
+	w->pc = entry ? 0 : v8__win(s, LW_V8_WIN_BELOW + 8);
+	if (next_fp <= fp) {
+		if (next_fp)
+			st->flags |= LW_V8_S_BAD_FP;
+		return 1;
+	}
+	w->fp = next_fp;
+	w->stopped = 0;
+	return 0;
+}
+
 static __always_inline void v8__walk(const struct lw_v8_proc *cfg, struct lw_v8_scratch *s,
 				     __u64 pc, __u64 fp, __u64 sp, __u32 top)
 {
-	struct lw_v8_stack *st = &s->stack;
-	__u64 marker, next_fp, limit = sp + LW_V8_STACK_MAX;
-	__u32 n = 0, type;
-	bool js, exit, entry;
-	int i;
+	struct v8_walk w = {
+		.cfg = cfg, .s = s, .pc = pc, .fp = fp, .sp = sp,
+		.limit = sp + LW_V8_STACK_MAX, .top = top,
+	};
 
-	for (i = 0; i < LW_V8_MAX_DEPTH; i++) {
-		struct lw_v8_frame *f = &st->frames[i];
-
-		if (fp < sp || fp >= limit || (fp & 7)) {
-			st->flags |= LW_V8_S_BAD_FP;
-			break;
-		}
-		if (pc && !v8__is_code(cfg, pc))
-			break;
-		if (bpf_probe_read_user(s->win, LW_V8_WIN, (const void *)(fp - LW_V8_WIN_BELOW))) {
-			st->flags |= LW_V8_S_READ_ERROR;
-			break;
-		}
-		marker = v8__win(s, cfg->fp_marker);
-		/* a typed frame's marker is StackFrame::TypeToMarker(t) = t << 1 */
-		type = (__u32)(marker >> 1);
-		js = marker & 1;
-		exit = !js && type == cfg->ft_builtin_exit;
-		entry = !js && (type == cfg->ft_entry || type == cfg->ft_construct_entry);
-		f->pc = pc;
-		f->flags = top | (exit ? LW_V8_F_BUILTIN_EXIT : 0);
-		f->func = v8__win(s, exit ? cfg->fp_exit_target :
-				     js ? cfg->fp_function : LW_V8_NO_OFF);
-		f->bytecode_array = v8__win(s, js ? cfg->fp_bytecode_array : LW_V8_NO_OFF);
-		f->bytecode_offset = v8__win(s, js ? cfg->fp_bytecode_offset : LW_V8_NO_OFF);
-		f->sfi = f->sfi_map = f->sfi_name = f->sfi_script = f->sfi_ints = 0;
-		f->pad = 0;
-		if (js && !(f->bytecode_offset & 1))
-			f->flags |= LW_V8_F_BC_SMI;
-		if (js || exit)
-			v8__heads(cfg, s, f);
-		n = i + 1;
-		top = 0;
-		/* an entry frame: C++ called JS here, go on at the outer exit frame above */
-		next_fp = v8__win(s, entry ? cfg->fp_entry_next : LW_V8_WIN_BELOW);
-		pc = entry ? 0 : v8__win(s, LW_V8_WIN_BELOW + 8);
-		if (next_fp <= fp) {
-			if (next_fp)
-				st->flags |= LW_V8_S_BAD_FP;
-			break;
-		}
-		fp = next_fp;
-	}
-	if (i == LW_V8_MAX_DEPTH)
-		st->flags |= LW_V8_S_TRUNCATED;
-	st->nframes = n;
+	bpf_loop(LW_V8_MAX_DEPTH, v8__step, &w, 0);
+	if (!w.stopped)
+		s->stack.flags |= LW_V8_S_TRUNCATED;
+	s->stack.nframes = w.n;
 }
 
 static __always_inline __u64 v8__hash(const struct lw_v8_stack *st)
@@ -243,8 +266,8 @@ static __always_inline __u64 v8__hash(const struct lw_v8_stack *st)
  */
 __weak __noinline __u32 v8__capture(void)
 {
-	__u32 pid = bpf_get_current_pid_tgid() >> 32, zero = 0;
-	__u64 iso, cefp = 0, fcfp = 0, fcpc = 0, ip, sp, bp;
+	__u32 pid = bpf_get_current_pid_tgid() >> 32, zero = 0, top = 0;
+	__u64 iso, cefp = 0, fcfp = 0, fcpc = 0, ip, sp, bp, pc, fp;
 	struct lw_v8_scratch *s;
 	struct lw_v8_proc *cfg;
 	struct pt_regs *regs;
@@ -271,27 +294,34 @@ __weak __noinline __u32 v8__capture(void)
 	if (v8__is_code(cfg, ip)) {
 		/* JS or a builtin is running: no exit frame is open above it */
 		s->stack.top_ret = v8__read_u64(sp);
-		v8__walk(cfg, s, ip, bp, sp, LW_V8_F_TOP);
-		goto store;
-	}
-	iso = v8__isolate(cfg);
-	if (!iso)
-		return 0;
-	cefp = cfg->iso_c_entry_fp ? v8__read_u64(iso + cfg->iso_c_entry_fp) : 0;
-	if (!cefp && cfg->iso_fast_c_fp) {
-		fcfp = v8__read_u64(iso + cfg->iso_fast_c_fp);
-		fcpc = fcfp ? v8__read_u64(iso + cfg->iso_fast_c_pc) : 0;
-	}
-	if (cefp) {
-		s->stack.flags |= LW_V8_S_IN_EXIT;
-		v8__walk(cfg, s, 0, cefp, sp, 0);
-	} else if (fcfp) {
-		s->stack.flags |= LW_V8_S_IN_FAST_C;
-		v8__walk(cfg, s, fcpc, fcfp, sp, 0);
+		pc = ip;
+		fp = bp;
+		top = LW_V8_F_TOP;
 	} else {
-		return 0;	/* native code with no JS below it */
+		iso = v8__isolate(cfg);
+		if (!iso)
+			return 0;
+		cefp = cfg->iso_c_entry_fp ? v8__read_u64(iso + cfg->iso_c_entry_fp) : 0;
+		if (!cefp && cfg->iso_fast_c_fp) {
+			fcfp = v8__read_u64(iso + cfg->iso_fast_c_fp);
+			fcpc = fcfp ? v8__read_u64(iso + cfg->iso_fast_c_pc) : 0;
+		}
+		if (cefp) {
+			s->stack.flags |= LW_V8_S_IN_EXIT;
+			pc = 0;
+			fp = cefp;
+		} else if (fcfp) {
+			s->stack.flags |= LW_V8_S_IN_FAST_C;
+			pc = fcpc;
+			fp = fcfp;
+		} else {
+			return 0;	/* native code with no JS below it */
+		}
 	}
-	if (!s->stack.nframes && !(s->stack.flags & ~(LW_V8_S_IN_EXIT | LW_V8_S_IN_FAST_C)))
+	/* one call site: the verifier walks the 32 frames once, not once per start */
+	v8__walk(cfg, s, pc, fp, sp, top);
+	if (!top && !s->stack.nframes &&
+	    !(s->stack.flags & ~(LW_V8_S_IN_EXIT | LW_V8_S_IN_FAST_C)))
 		return 0;
 store:
 	s->stack.hash = v8__hash(&s->stack);

@@ -1,4 +1,4 @@
-"""The kernel's own counters (kernel.bpf_stats_enabled) of some BPF programs.
+"""The kernel's own counters (bpf_stats: run.sh holds them on) of some BPF programs.
 
 Usage: progstats.py IDS_FILE
   prints one line per program name among the ids in IDS_FILE (one id a line):

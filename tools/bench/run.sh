@@ -17,8 +17,8 @@
 # node process with the walk switched on and off (nodewalk.py).
 #
 # After the table, the cost of the home/nested decision per wait call, from
-# the kernel's own per-program counters (kernel.bpf_stats_enabled, set back
-# afterwards): the wait-call programs' run time per run, for loops whose
+# the kernel's own per-program counters (bpf_stats, on while a descriptor of
+# ours holds it): the wait-call programs' run time per run, for loops whose
 # handlers make nested waits, under loopwatch and under loopwatch
 # --no-nested-waits (every wait ends an iteration, no decision). Wall-clock
 # rows on a shared host move by more than these tens of ns; the counters do not.
@@ -333,8 +333,9 @@ tracer__start() {
 	die "$1 did not attach within 10 s: $(cat "$TRACER_ERR")"
 }
 
-# Detached once the tracer has exited; its programs are freed a few tens of
-# ms later, and until then they would look like someone else's.
+# Detached once the tracer has exited; its programs are freed up to a few
+# seconds later (loopwatch leaves the detaching to a child that outlives it),
+# and until then they would look like someone else's.
 tracer__stop() {
 	local pid=$TRACER_PID i
 
@@ -343,7 +344,7 @@ tracer__stop() {
 	# a tracer that died mid-measurement leaves a column that measured nothing
 	kill -TERM "$pid" 2>/dev/null || die "tracer exited early: $(cat "$TRACER_ERR")"
 	wait "$pid" 2>/dev/null || true
-	for ((i = 0; i < 40; i++)); do
+	for ((i = 0; i < 100; i++)); do
 		prog__ids | comm -12 - "$OWN_IDS" | grep -q . || break
 		sleep 0.05
 	done
@@ -428,13 +429,13 @@ done
 STATS_ITERS=200000
 STATS_CASES=(epoll0 ppoll0 nested-poll0 nested-epoll0 client-poll0)
 declare -A STATS_CASE=(
-	[epoll0]="epoll loop: home epoll_wait(0)|enter_epoll_wait:home exit_epoll_wait:home"
-	[ppoll0]="ppoll loop: home ppoll(2 fds, 0)|enter_ppoll:home exit_ppoll:home"
-	[nested-poll0]="epoll loop, handler polls a pipe|enter_epoll_wait:home exit_epoll_wait:home
-		enter_poll:nested exit_poll:nested"
-	[nested-epoll0]="epoll loop, handler epoll_waits|enter_epoll_wait:home+nested
-		exit_epoll_wait:home+nested"
-	[client-poll0]="no loop: poll(one socket, 0)|enter_poll:call-style exit_poll:call-style"
+	[epoll0]="epoll loop: home epoll_wait(0)|wait_enter:home wait_exit:home"
+	[ppoll0]="ppoll loop: home ppoll(2 fds, 0)|wait_enter:home wait_exit:home"
+	[nested-poll0]="epoll loop, handler polls a pipe|wait_enter:home+nested
+		wait_exit:home+nested"
+	[nested-epoll0]="epoll loop, handler epoll_waits|wait_enter:home+nested
+		wait_exit:home+nested"
+	[client-poll0]="no loop: poll(one socket, 0)|wait_enter:call-style wait_exit:call-style"
 )
 STATS=$BIN/progstats.tsv
 printf 'round\tconfig\tcase\tprog\truns\tns\n' >"$STATS"
@@ -456,16 +457,25 @@ stats__case() {
 		>>"$STATS"
 }
 
-STATS_WAS=
+# Run time is counted while someone holds a BPF_ENABLE_STATS descriptor: a
+# holder of ours, for the section, so kernel.bpf_stats_enabled (which other
+# people may rely on) is never written.
+STATS_HOLDER=
 stats__restore() {
-	[ -z "$STATS_WAS" ] || sysctl -q kernel.bpf_stats_enabled="$STATS_WAS"
-	STATS_WAS=
+	[ -z "$STATS_HOLDER" ] || kill "$STATS_HOLDER" 2>/dev/null || true
+	STATS_HOLDER=
 }
 
 if [ "$STATS_ROUNDS" -gt 0 ]; then
-	STATS_WAS=$(sysctl -n kernel.bpf_stats_enabled)
 	trap 'tracer__stop; stats__restore' EXIT
-	sysctl -q kernel.bpf_stats_enabled=1
+	"$PYTHON" -c 'import sys; sys.path.insert(0, sys.argv[1]); import bpfstats
+bpfstats.enable(); print("on", flush=True); sys.stdin.read()' "$HERE" \
+		< <(sleep "$TRACER_MAX_S") > "$BIN/stats.holder" &
+	STATS_HOLDER=$!
+	until grep -q on "$BIN/stats.holder" 2>/dev/null; do
+		kill -0 "$STATS_HOLDER" 2>/dev/null || die "cannot switch bpf_stats on"
+		sleep 0.05
+	done
 	for ((r = 1; r <= STATS_ROUNDS; r++)); do
 		printf 'bpf_stats round %d/%d:' "$r" "$STATS_ROUNDS" >&2
 		for config in loopwatch flat; do
@@ -623,9 +633,9 @@ stats__report() {
 
 	[ "$STATS_ROUNDS" -gt 0 ] || return 0
 	echo
-	echo "The home/nested decision per wait call (kernel.bpf_stats: run_time_ns / run_cnt of"
-	echo "each wait-call program, median of $STATS_ROUNDS rounds of $STATS_ITERS calls;" \
-		"flat: --no-nested-waits):"
+	echo "The home/nested decision per wait call (bpf_stats: run_time_ns / run_cnt of the"
+	echo "wait-call programs, one for every entry and one for every exit, median of" \
+		"$STATS_ROUNDS rounds of $STATS_ITERS calls; flat: --no-nested-waits):"
 	printf '%-34s | %-16s | %-12s | %8s | %8s | %8s | %7s\n' case program "wait is" \
 		"lw ns" "flat ns" "decision" foreign
 	printf '%-34s-+-%-16s-+-%-12s-+-%8s-+-%8s-+-%8s-+-%7s\n' | tr ' ' '-'

@@ -368,6 +368,20 @@ static double loop_busy__measure(int epfd, long iters)
 	return WORK_UNIT_NOMINAL_NS * (1 + irq_ns / work_ns);
 }
 
+/* iterations of ~20 us of CPU work: under any sampling gate, never a stall */
+static void loop_busy20__calls(int epfd, long n)
+{
+	struct epoll_event ev;
+	uint64_t x = (uint64_t)n;
+
+	for (long i = 0; i < n; i++) {
+		epoll_wait(epfd, &ev, 1, 0);
+		for (int u = 0; u < 20; u++)
+			x = work__unit(x);
+	}
+	work_sink = x;
+}
+
 /*
  * run.sh puts uprobes on these two by name: keep them global, out of line
  * and unique. What a uprobe hit costs depends on the probed instruction: on
@@ -442,6 +456,9 @@ static const struct workload workloads[] = {
 	{ .name = "loop-busy",
 	  .doc = "ns that 1000 ns of CPU work takes with interrupts, on a busy loop thread",
 	  .setup = loop__setup, .measure = loop_busy__measure, .batch_calls = BUSY_UNITS },
+	{ .name = "loop-busy20",
+	  .doc = "a loop iteration of ~20 us of CPU work (what a CPU sample of it costs)",
+	  .setup = loop__setup, .calls = loop_busy20__calls, .batch_calls = 1000 },
 	{ .name = "probe",
 	  .doc = "a call of bench_probe_target() (~300 ns of work) on a loop thread",
 	  .setup = loop__setup, .calls = probe__calls, .batch_calls = 200 },

@@ -969,8 +969,8 @@ static void family__self(FILE *out, const struct prom_registry *sp, const struct
 		(unsigned long long)m->events_dropped);
 	family__self_outputs(out, sp);
 	family__header(out, "loopwatch_loop_map_full_total", "counter",
-		       "Loop records the kernel failed to create. The table is an LRU: when "
-		       "full it drops the least recently active loop instead, uncounted.");
+		       "Loop threads not tracked: 4096 loop records were alive, or the kernel "
+		       "could not allocate one.");
 	fprintf(out, "loopwatch_loop_map_full_total %llu\n", (unsigned long long)m->loops_full);
 }
 

@@ -179,13 +179,16 @@ void tracker__new_loop(struct tracker *t, __u32 pid)
 	symbols__forget(t->syms, (int)pid);
 	/* its maps now, while it surely lives: a stall just before exit still resolves */
 	proc__maps(p, true);
-	/* cheap first: building unwind tables takes 10-200 ms a file, seen once */
+	/*
+	 * Cheap first, and the probes before the unwind tables (10-200 ms a
+	 * file, seen once): a call made right after the start is counted.
+	 */
 	k->python = tracker__setup_python(t, p);
 	if (!k->python)
 		tracker__setup_v8(t, p, k);
+	probes__scan(t->probes, p);
 	cfi_tables__update(t->cfi, p);
 	symbols__warm(t->syms, (int)pid);
-	probes__scan(t->probes, p);
 	k->hnext = *pp;
 	*pp = k;
 	t->n++;
