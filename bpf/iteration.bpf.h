@@ -28,6 +28,20 @@ static __always_inline void counter__inc(enum lw_counter which)
 		(*v)++;
 }
 
+/*
+ * The thread is running, so it is not off CPU: an off_ns still set is left
+ * from a switch-out whose switch-in was never seen, and the time since then
+ * would be booked as run-queue or blocked time of whatever iteration comes
+ * next, with a stale preemption stack. Dropped unaccounted, and counted.
+ */
+static __always_inline void loop__drop_stale_off(struct lw_loop *l)
+{
+	if (!l->off_ns)
+		return;
+	l->off_ns = 0;
+	counter__inc(LW_CTR_SWITCH_INS_MISSED);
+}
+
 /* Between a wait call's return and the next wait call. */
 static __always_inline bool loop__busy(const struct lw_loop *l)
 {

@@ -363,6 +363,7 @@ int wait_enter(const struct syscall_enter_ctx *ctx)
 		role = wait__role(l, task, &w, &fds);
 	}
 	now = bpf_ktime_get_ns();
+	loop__drop_stale_off(l);
 	if (role == WAIT_NESTED) {
 		call__enter(l, ctx->nr, kind, now);
 		l->call_wait = fds;
@@ -434,6 +435,7 @@ int wait_exit(const struct syscall_exit_ctx *ctx)
 	l->flags &= ~LW_THREAD_RESTARTING;
 	if (ret == -EINTR)
 		l->flags |= LW_THREAD_INTERRUPTED;
+	loop__drop_stale_off(l);
 	l->in_wait = 0;
 	l->busy_start_ns = now;
 	return 0;

@@ -292,6 +292,7 @@ struct lw_block_event {
 enum lw_counter {
 	LW_CTR_EVENTS_DROPPED,
 	LW_CTR_LOOPS_FULL,
+	LW_CTR_SWITCH_INS_MISSED,	/* a loop thread ran with its off_ns still set */
 	LW_CTR_MAX,
 };
 

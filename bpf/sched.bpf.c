@@ -73,6 +73,7 @@ static __always_inline void loop__switch_out(void *ctx, struct lw_loop *l,
 	/* TASK_RUNNING (0) without preemption is a yield: still runnable */
 	bool sleeping = !preempt && (prev_state & 0xff) != 0;
 
+	loop__drop_stale_off(l);
 	/*
 	 * A stop (SIGSTOP, a ptrace attach) makes an epoll wait return -EINTR,
 	 * where poll is restarted: the loop was idle and still is; its busy
@@ -100,13 +101,17 @@ static __always_inline void loop__switch_out(void *ctx, struct lw_loop *l,
 
 static __always_inline void loop__switch_in(struct lw_loop *l, __u64 now)
 {
-	__u64 off = now - l->off_ns, blocked = 0, runq = off;
+	/* never more off time than the busy period holds, whatever off_ns says */
+	__u64 from = l->off_ns > l->busy_start_ns ? l->off_ns : l->busy_start_ns;
+	__u64 off = now - from, blocked = 0, runq = off;
 
+	if (l->off_ns < l->busy_start_ns)
+		counter__inc(LW_CTR_SWITCH_INS_MISSED);
 	if (l->off_blocked) {
 		blocked = off;
 		runq = 0;
-		if (l->wake_ns >= l->off_ns && l->wake_ns <= now) {
-			blocked = l->wake_ns - l->off_ns;
+		if (l->wake_ns >= from && l->wake_ns <= now) {
+			blocked = l->wake_ns - from;
 			runq = now - l->wake_ns;
 		}
 		if (l->block.start_ns)

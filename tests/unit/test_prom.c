@@ -32,7 +32,7 @@ static struct {
 	struct lw_probe_stats pstats[FAKE_MAX];
 	int nprobes;
 	const char *labels[FAKE_MAX];	/* by probe id */
-	__u64 dropped, loops_full;
+	__u64 dropped, loops_full, switch_ins_missed;
 } fake;
 
 static int fake__loops(void *ctx, void (*fn)(const struct lw_loop *, void *), void *arg)
@@ -65,11 +65,13 @@ static int fake__probes(void *ctx,
 	return fake.nprobes;
 }
 
-static void fake__counters(void *ctx, __u64 *dropped, __u64 *loops_full)
+static void fake__counters(void *ctx, __u64 *dropped, __u64 *loops_full,
+			   __u64 *switch_ins_missed)
 {
 	(void)ctx;
 	*dropped = fake.dropped;
 	*loops_full = fake.loops_full;
+	*switch_ins_missed = fake.switch_ins_missed;
 }
 
 static void fake__label(void *ctx, __u32 id, char *buf, size_t len)
@@ -202,6 +204,7 @@ static void test_buckets_exact(void)
 	thread__label(m, FAKE_PID);
 	fake.dropped = 3;
 	fake.loops_full = 4;
+	fake.switch_ins_missed = 5;
 	model__drain(m, &fake_source, MODEL_AGGREGATES);
 	text = render(sp, m, 0);
 #define B(le) sample(text, "loopwatch_loop_iteration_seconds_bucket{" LBL ",le=\"" le "\"}")
@@ -220,6 +223,7 @@ static void test_buckets_exact(void)
 	CHECK(sample(text, "loopwatch_stalls_total{" LBL "}") == 2, "stalls from the kernel");
 	CHECK(sample(text, "loopwatch_events_dropped_total") == 3, "events dropped");
 	CHECK(sample(text, "loopwatch_loop_map_full_total") == 4, "loop map full");
+	CHECK(sample(text, "loopwatch_switch_ins_missed_total") == 5, "switch-ins missed");
 	CHECK(sample(text, "loopwatch_loop_threads_tracked") == 1, "one thread tracked");
 	CHECK(strstr(text, "# TYPE loopwatch_loop_iteration_seconds histogram\n"), "TYPE");
 	CHECK(strstr(text, "loopwatch_build_info{version=\""), "build info");

@@ -96,7 +96,8 @@ struct model_source {
 				 void *arg),
 		      void *arg);
 	/* the kernel side's self counters */
-	void (*counters)(void *ctx, __u64 *events_dropped, __u64 *loops_full);
+	void (*counters)(void *ctx, __u64 *events_dropped, __u64 *loops_full,
+			 __u64 *switch_ins_missed);
 	void (*probe_label)(void *ctx, __u32 id, char *buf, size_t len);
 	/* a live thread's process and thread names (LW_COMM_LEN); false when gone */
 	bool (*names)(void *ctx, __u32 pid, __u32 tid, char *comm, char *thread);
@@ -137,6 +138,7 @@ struct model {
 	double run_s;		/* time since tracing started */
 	__u64 events_dropped;	/* kernel self counters, at the last drain */
 	__u64 loops_full;
+	__u64 switch_ins_missed;	/* off-CPU periods left out: their switch-in never seen */
 	struct attribution *attr;	/* stall time by function (attribution.c) */
 	__u64 exited_forgotten;	/* exited threads let go to stay bounded (not in the summary) */
 	double keep_exited_s;	/* an exited thread stays at least this long (outputs fold it) */

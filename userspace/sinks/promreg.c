@@ -968,6 +968,11 @@ static void family__self(FILE *out, const struct prom_registry *sp, const struct
 	fprintf(out, "loopwatch_events_dropped_total %llu\n",
 		(unsigned long long)m->events_dropped);
 	family__self_outputs(out, sp);
+	family__header(out, "loopwatch_switch_ins_missed_total", "counter",
+		       "Loop threads seen running with a switch-out still open: its off-CPU "
+		       "time, whose switch-in was never seen, is left out of the breakdown.");
+	fprintf(out, "loopwatch_switch_ins_missed_total %llu\n",
+		(unsigned long long)m->switch_ins_missed);
 	family__header(out, "loopwatch_loop_map_full_total", "counter",
 		       "Loop threads not tracked: 4096 loop records were alive, or the kernel "
 		       "could not allocate one.");
