@@ -193,7 +193,7 @@ static void model__ingest(const struct lw_loop *snap, void *arg)
 		return;
 	t->snap = *snap;
 	t->seen = true;
-	/* back in the kernel's table after the LRU dropped it: live again */
+	/* in the kernel's table again after it was taken for gone: live again */
 	t->exited = snap->flags & LW_THREAD_EXITED;
 	if (!t->exited)
 		t->closed = false;
@@ -220,10 +220,7 @@ static void loop_view__delta(struct loop_view *v, const struct lw_loop *now,
 	static const struct lw_loop zero;
 	__u64 max_ns;
 
-	/*
-	 * The kernel's LRU may have dropped an idle loop's record and made a
-	 * fresh one: counters that went back restart from zero.
-	 */
+	/* a record made afresh for the same thread: counters that went back restart from zero */
 	if (now->iterations < before->iterations || now->busy_ns < before->busy_ns ||
 	    now->idle_ns < before->idle_ns || now->blocked_ns < before->blocked_ns ||
 	    now->runq_ns < before->runq_ns)
@@ -605,14 +602,16 @@ void model__drain(struct model *m, const struct model_source *src, unsigned int 
 			src->loops(src->ctx, model__ingest, m);
 		/*
 		 * A record gone from the kernel's table for MODEL_GONE_NS without its
-		 * exit seen: the LRU made room for newer loops (a churn). It counts
-		 * as exited, or the model would keep it, and compute it, forever.
+		 * exit seen (its last copy was lost: the table of exited records was
+		 * full, counted as dropped events). It counts as exited, or the model
+		 * would keep it, and compute it, forever.
 		 */
 		if (src->loops)
 			model__find_gone(m);
 		/* lost events are said in every output, each interval */
 		if (src->counters)
-			src->counters(src->ctx, &m->events_dropped, &m->loops_full, &m->switch_ins_missed);
+			src->counters(src->ctx, &m->events_dropped, &m->loops_full,
+				      &m->switch_ins_missed);
 	}
 	if (what & MODEL_AGGREGATES)
 		model__drain_aggregates(m, src);

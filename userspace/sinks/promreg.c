@@ -623,8 +623,8 @@ static void source__free_unseen(struct prom_registry *sp)
 				continue;
 			}
 			/*
-			 * Gone from the model, or evicted from the kernel's LRU:
-			 * its counters can only be kept as retired.
+			 * Gone from the model, or from the kernel's table without
+			 * its exit seen: its counters can only be kept as retired.
 			 */
 			source__retire(ps);
 			*pp = ps->hash_next;
