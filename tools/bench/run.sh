@@ -468,9 +468,10 @@ stats__restore() {
 
 if [ "$STATS_ROUNDS" -gt 0 ]; then
 	trap 'tracer__stop; stats__restore' EXIT
-	"$PYTHON" -c 'import sys; sys.path.insert(0, sys.argv[1]); import bpfstats
-bpfstats.enable(); print("on", flush=True); sys.stdin.read()' "$HERE" \
-		< <(sleep "$TRACER_MAX_S") > "$BIN/stats.holder" &
+	# held until we kill it, or until this script is gone (it then belongs to init)
+	"$PYTHON" -c 'import os, sys, time; sys.path.insert(0, sys.argv[1]); import bpfstats
+bpfstats.enable(); print("on", flush=True)
+while os.getppid() == int(sys.argv[2]): time.sleep(0.5)' "$HERE" $$ > "$BIN/stats.holder" &
 	STATS_HOLDER=$!
 	until grep -q on "$BIN/stats.holder" 2>/dev/null; do
 		kill -0 "$STATS_HOLDER" 2>/dev/null || die "cannot switch bpf_stats on"
