@@ -29,15 +29,28 @@ static __always_inline void counter__inc(enum lw_counter which)
 }
 
 /*
- * The thread is running, so it is not off CPU: an off_ns still set is left
- * from a switch-out whose switch-in was never seen, and the time since then
- * would be booked as run-queue or blocked time of whatever iteration comes
- * next, with a stale preemption stack. Dropped unaccounted, and counted.
+ * The thread is running, so it is not off CPU: an off_ns still set is from a
+ * switch-out whose switch-in the sched_switch tracepoint never delivered (the
+ * kernel's own sched_switch trace event misses the same switch). Inside the
+ * busy period a sleep is booked up to its wakeup if that was seen, else up to
+ * now; a wait for a CPU needs nothing here, an iteration's run-queue time is
+ * the scheduler's own run_delay. Before it (a stale period) nothing is booked.
  */
-static __always_inline void loop__drop_stale_off(struct lw_loop *l)
+static __always_inline void loop__close_missed(struct lw_loop *l, __u64 now)
 {
+	__u64 from, to = now;
+
 	if (!l->off_ns)
 		return;
+	if (l->off_blocked && l->busy_start_ns && !l->in_wait) {
+		from = l->off_ns > l->busy_start_ns ? l->off_ns : l->busy_start_ns;
+		if (l->wake_ns >= from && l->wake_ns <= now)
+			to = l->wake_ns;
+		if (to > from)
+			l->iter.blocked_ns += to - from;
+		if (l->block.start_ns)
+			l->block.last_in_ns = to;
+	}
 	l->off_ns = 0;
 	counter__inc(LW_CTR_SWITCH_INS_MISSED);
 }
@@ -155,6 +168,7 @@ __weak __noinline int block__close(struct lw_loop *l)
  */
 static __always_inline void call__enter(struct lw_loop *l, __s32 nr, __u32 kind, __u64 now)
 {
+	loop__close_missed(l, now);
 	block__close(l);
 	l->call_nr = nr;
 	l->call_kind = kind;
@@ -164,6 +178,7 @@ static __always_inline void call__enter(struct lw_loop *l, __s32 nr, __u32 kind,
 /* If the call slept, its invocation ends now. */
 static __always_inline void call__exit(struct lw_loop *l, __u64 now)
 {
+	loop__close_missed(l, now);
 	if (l->block.start_ns && l->block.nr == l->call_nr) {
 		l->block.last_in_ns = now;
 		block__close(l);

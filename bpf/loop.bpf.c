@@ -116,11 +116,23 @@ static __always_inline void stall__emit(struct lw_loop *l, __u64 now, __u64 busy
 }
 
 /* The iteration ended at now: account it, report it if it stalled, start afresh. */
-static __always_inline void loop__end_iteration(struct lw_loop *l, __u64 now)
+static __always_inline void loop__end_iteration(struct lw_loop *l, struct task_struct *task,
+						 __u64 now)
 {
-	__u64 busy_ns = now - l->busy_start_ns;
+	__u64 busy_ns = now - l->busy_start_ns, runq;
 	unsigned int idx = lw_hist_bucket(busy_ns);
 
+	/*
+	 * Its wait for a CPU is the scheduler's own count, which needs no switch
+	 * to be seen (switches seen only choose the preemption stack); the sleeps
+	 * fit in what is left.
+	 */
+	runq = task->sched_info.run_delay - l->run_delay_start;
+	if (runq > busy_ns)
+		runq = busy_ns;
+	l->iter.runq_ns = runq;
+	if (l->iter.blocked_ns > busy_ns - runq)
+		l->iter.blocked_ns = busy_ns - runq;
 	block__close(l);
 	if (busy_ns >= slow_threshold_ns)
 		stall__emit(l, now, busy_ns);
@@ -363,7 +375,7 @@ int wait_enter(const struct syscall_enter_ctx *ctx)
 		role = wait__role(l, task, &w, &fds);
 	}
 	now = bpf_ktime_get_ns();
-	loop__drop_stale_off(l);
+	loop__close_missed(l, now);
 	if (role == WAIT_NESTED) {
 		call__enter(l, ctx->nr, kind, now);
 		l->call_wait = fds;
@@ -375,7 +387,7 @@ int wait_enter(const struct syscall_enter_ctx *ctx)
 	l->nested_run = 0;
 	l->flags &= ~LW_THREAD_INTERRUPTED;
 	if (l->busy_start_ns && !l->in_wait)
-		loop__end_iteration(l, now);
+		loop__end_iteration(l, task, now);
 	l->in_wait = 1;
 	l->wait_enter_ns = now;
 	return 0;
@@ -435,9 +447,10 @@ int wait_exit(const struct syscall_exit_ctx *ctx)
 	l->flags &= ~LW_THREAD_RESTARTING;
 	if (ret == -EINTR)
 		l->flags |= LW_THREAD_INTERRUPTED;
-	loop__drop_stale_off(l);
+	loop__close_missed(l, now);
 	l->in_wait = 0;
 	l->busy_start_ns = now;
+	l->run_delay_start = bpf_get_current_task_btf()->sched_info.run_delay;
 	return 0;
 }
 

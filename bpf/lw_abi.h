@@ -338,6 +338,7 @@ struct lw_loop {
 	__u64 off_ns;		/* switched out during a busy period; 0 when on CPU */
 	__u64 wake_ns;		/* woken up after off_ns; 0 if not yet */
 	__u32 off_blocked;	/* 1: went to sleep, 0: preempted */
+	__u64 run_delay_start;	/* the task's sched_info.run_delay as the busy period began */
 	/*
 	 * The home wait: the loop's own wait call, at the outermost steady stack
 	 * depth. Every other wait call made in a busy period is nested (a handler

@@ -73,7 +73,7 @@ static __always_inline void loop__switch_out(void *ctx, struct lw_loop *l,
 	/* TASK_RUNNING (0) without preemption is a yield: still runnable */
 	bool sleeping = !preempt && (prev_state & 0xff) != 0;
 
-	loop__drop_stale_off(l);
+	loop__close_missed(l, now);
 	/*
 	 * A stop (SIGSTOP, a ptrace attach) makes an epoll wait return -EINTR,
 	 * where poll is restarted: the loop was idle and still is; its busy
