@@ -11,6 +11,8 @@ from lwtest import (Loopwatch, in_order, load_truth, node_native, of_type, run_t
                     user_funcs)
 
 THRESHOLD_MS = 5
+# a fast disk's fsync sleeps well under the default 1 ms: every sleep is a blocking call
+BLOCK_THRESHOLD_MS = 0.05
 CPU_CHAIN = ["checksum_block", "parse_payload", "handle_request", "serve_once", "main"]
 IO_CHAIN = ["flush_journal", "store_record", "handle_request", "serve_once", "main"]
 CHAIN = {"cpu": CPU_CHAIN, "io": IO_CHAIN}
@@ -71,7 +73,8 @@ def check_chains(binary, truth, lines, by_cfi=True):
 def run_chainwork(ctx, binary, *flags):
     out = tmpfile()
     _, lines = run_traced(ctx, [binary, out, str(ITERATIONS), "--go"],
-                          "--threshold", THRESHOLD_MS, *flags, settle=0.5)
+                          "--threshold", THRESHOLD_MS, "--block-threshold", BLOCK_THRESHOLD_MS,
+                          *flags, settle=0.5)
     return load_truth(out), lines
 
 
@@ -111,7 +114,8 @@ def test_c_binary_deleted_after_start(ctx):
                              stdout=subprocess.PIPE, text=True)
         pid = int(w.stdout.readline())
         os.unlink(binary)
-        lw = Loopwatch(ctx, "-p", pid, "-d", 60, "--threshold", THRESHOLD_MS)
+        lw = Loopwatch(ctx, "-p", pid, "-d", 60, "--threshold", THRESHOLD_MS,
+                       "--block-threshold", BLOCK_THRESHOLD_MS)
         try:
             lw.start()
             w.stdin.write("go\n")
