@@ -247,7 +247,7 @@ def test_exec_takes_the_new_programs_name_and_runtime(ctx):
     Python frames (the runtime is detected again), not the old program's identity."""
     script = ("import os, select, sys, time\n"
               "ep = select.epoll()\n"
-              "time.sleep(2.5)  # a rescan sees the new program\n"
+              "time.sleep(4.5)  # rescans (every 2 s) see the new program, on a loaded host too\n"
               "for _ in range(4):\n"
               "    ep.poll(0.02)\n"
               "    time.sleep(0.03)\n"
