@@ -200,14 +200,16 @@ def named_python(name):
 
 def test_filters_cover_every_probe_output(ctx):
     """Probes fire in every process that maps the file: under -p and --comm no line, no
-    metric names another process calling json.dumps meanwhile (lwjsonB)."""
-    da, python_a = named_python("lwjsonA")
-    db, python_b = named_python("lwjsonB")
+    metric names another process calling json.dumps meanwhile (lwB...)."""
+    # names of this run's own (another suite on the host runs the same test)
+    name_a, name_b = "lwA%d" % os.getpid(), "lwB%d" % os.getpid()
+    da, python_a = named_python(name_a)
+    db, python_b = named_python(name_b)
     other = Workload([python_b, os.path.join(APPS, "batch_json.py"), tmpfile(), "0",
                       "--forever"])
     try:
         other.go()
-        for target in (("-p", "PID"), ("--comm", "lwjsonA")):
+        for target in (("-p", "PID"), ("--comm", name_a)):
             prom = tmpfile(".prom")
             out = tmpfile()
             w = Workload([python_a, os.path.join(APPS, "probe_json.py"), out, str(CALLS)])
@@ -230,9 +232,9 @@ def test_filters_cover_every_probe_output(ctx):
             s = summary(lines, w.pid, "json.dumps")
             assert s["calls"] == CALLS, (target, s)
             others = [l for l in lines if l.get("pid", w.pid) != w.pid or
-                      l.get("comm", "lwjsonA") != "lwjsonA"]
+                      l.get("comm", name_a) != name_a]
             assert not others, (target, others[:3])
-            assert "lwjsonA" in metrics and "lwjsonB" not in metrics, target
+            assert name_a in metrics and name_b not in metrics, target
     finally:
         other.kill()
         shutil.rmtree(da, ignore_errors=True)
