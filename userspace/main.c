@@ -344,6 +344,7 @@ static int run__wait(struct run *r, double deadline)
 	struct pollfd fds[1 + SINKS_MAX_POLLFDS];
 	double left = deadline - clock__mono();
 	int timeout_ms = left > 0 ? (int)(left * 1000) + 1 : 0;
+	bool interrupted;
 	int n, ret;
 
 	if (timeout_ms > EVENTS_POLL_S * 1000)
@@ -351,14 +352,18 @@ static int run__wait(struct run *r, double deadline)
 	fds[0] = (struct pollfd){ .fd = collector__fd(r->c), .events = POLLIN };
 	n = sinks__pollfds(r->sinks, fds + 1, SINKS_MAX_POLLFDS);
 	ret = poll(fds, (nfds_t)(n + 1), timeout_ms);
+	interrupted = ret < 0;
 	/* a debugger attaching can leak the kernel's restart codes (512-516) here */
-	if (ret < 0)
-		return errno == EINTR || errno >= 512 ? 0 : -errno;
-	/* woken or not: most events come without a wakeup */
+	if (interrupted && errno != EINTR && errno < 512)
+		return -errno;
+	/*
+	 * Woken, timed out or interrupted (a Ctrl-C: the last events are read
+	 * before the summary): most events come without a wakeup.
+	 */
 	ret = collector__consume(r->c);
 	if (ret && ret != -EINTR)
 		return ret;
-	if (!sinks__ready(r->sinks, fds + 1, n))
+	if (!interrupted && !sinks__ready(r->sinks, fds + 1, n))
 		exiting = 1;
 	return 0;
 }
@@ -443,6 +448,9 @@ static int run__loop(struct run *r)
 		}
 		now = clock__mono();
 		stop = exiting || (end && now >= end) || pids__all_gone(opts);
+		/* what the kernel submitted since the wait's read, before the last lines */
+		if (stop)
+			collector__consume(r->c);
 		if (now >= next || stop) {
 			model__drain(r->model, &r->source,
 				     MODEL_LOOPS | sinks__interval_needs(r->sinks));
