@@ -29,25 +29,37 @@ static __always_inline void counter__inc(enum lw_counter which)
 }
 
 /*
+ * The sleep in an off-CPU period that ends at now, within the busy period:
+ * up to its wakeup if that was seen, else up to now (a wait for a CPU after
+ * the wakeup needs nothing here: an iteration's run-queue time is the
+ * scheduler's own run_delay). Returns where the sleep ended.
+ */
+static __always_inline __u64 loop__book_sleep(struct lw_loop *l, __u64 now)
+{
+	__u64 from = l->off_ns > l->busy_start_ns ? l->off_ns : l->busy_start_ns;
+	__u64 to = now;
+
+	if (l->wake_ns >= from && l->wake_ns <= now)
+		to = l->wake_ns;
+	if (to > from)
+		l->iter.blocked_ns += to - from;
+	return to;
+}
+
+/*
  * The thread is running, so it is not off CPU: an off_ns still set is from a
  * switch-out whose switch-in the sched_switch tracepoint never delivered (the
  * kernel's own sched_switch trace event misses the same switch). Inside the
- * busy period a sleep is booked up to its wakeup if that was seen, else up to
- * now; a wait for a CPU needs nothing here, an iteration's run-queue time is
- * the scheduler's own run_delay. Before it (a stale period) nothing is booked.
+ * busy period its sleep is booked; before it (a stale period) nothing is.
  */
 static __always_inline void loop__close_missed(struct lw_loop *l, __u64 now)
 {
-	__u64 from, to = now;
+	__u64 to;
 
 	if (!l->off_ns)
 		return;
 	if (l->off_blocked && l->busy_start_ns && !l->in_wait) {
-		from = l->off_ns > l->busy_start_ns ? l->off_ns : l->busy_start_ns;
-		if (l->wake_ns >= from && l->wake_ns <= now)
-			to = l->wake_ns;
-		if (to > from)
-			l->iter.blocked_ns += to - from;
+		to = loop__book_sleep(l, now);
 		if (l->block.start_ns)
 			l->block.last_in_ns = to;
 	}

@@ -101,26 +101,13 @@ static __always_inline void loop__switch_out(void *ctx, struct lw_loop *l,
 
 static __always_inline void loop__switch_in(struct lw_loop *l, __u64 now)
 {
-	/* never more off time than the busy period holds, whatever off_ns says */
-	__u64 from = l->off_ns > l->busy_start_ns ? l->off_ns : l->busy_start_ns;
-	__u64 off = now - from, blocked = 0, runq = off;
-
-	if (l->off_ns < l->busy_start_ns)
-		counter__inc(LW_CTR_SWITCH_INS_MISSED);
 	if (l->off_blocked) {
-		blocked = off;
-		runq = 0;
-		if (l->wake_ns >= from && l->wake_ns <= now) {
-			blocked = l->wake_ns - from;
-			runq = now - l->wake_ns;
-		}
+		loop__book_sleep(l, now);
 		if (l->block.start_ns)
 			l->block.last_in_ns = now;
-	}
-	l->iter.blocked_ns += blocked;
-	l->iter.runq_ns += runq;
-	if (!l->off_blocked && runq > l->iter.runq_max_ns) {
-		l->iter.runq_max_ns = runq;
+	} else if (now - l->off_ns > l->iter.runq_max_ns) {
+		/* the longest preemption's stack names what the CPU was waited for in */
+		l->iter.runq_max_ns = now - l->off_ns;
 		bpf_probe_read_kernel(&l->iter.runq_cap, sizeof(l->iter.runq_cap),
 				      &l->preempt_cap);
 	}
