@@ -14,11 +14,10 @@ import threading
 import time
 import urllib.request
 
-# the kernel's per-program counters and the tracer runner the cost guard shares with make bench
+# the kernel's per-program counters and the measurement the cost guard shares with make bench
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "tools", "bench"))
-import bpfstats  # noqa: E402
-from bpfstats import Tracer  # noqa: E402,F401
+import bpfstats  # noqa: E402,F401
 
 APPS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "apps")
 

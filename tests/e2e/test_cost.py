@@ -13,53 +13,36 @@ import signal
 import statistics
 import time
 
-from lwtest import Loopwatch, bpfstats, Tracer
+from lwtest import Loopwatch, bpfstats
 
 ROUNDS = 3
 # make bench (tools/bench/cost.py) measured, at load 2-6: +70..78 ns a hot iteration,
 # +12..15 ns a switch of a thread that is no loop (a clock read alone is ~24 ns here),
-# +120..140 ns a sample under the gate (a stack walk is 1.4 us and more), 188k
+# +120..140 ns a sample under the gate (a stack walk is 1.4 us and more), 191k
 # instructions verified (708k with the V8 walk unrolled)
 ITERATION_OVER_FLOOR_NS = 150
 SWITCH_OVER_FLOOR_NS = 30
 SAMPLE_OVER_FLOOR_NS = 600
 VERIFIED_INSNS = 350000
-
-
-def syscost(ctx, case, calls):
-    cpu = str(os.cpu_count() - 1)
-    return ["taskset", "-c", cpu, os.path.join(ctx.build, "bench", "syscost"), case, str(calls)]
+# a hot loop (wait-call entry and exit), switches of threads that are no loop, a loop of
+# 20 us iterations (CPU samples): syscost's cases and calls each
+CASES = (("epoll0", 300000), ("pingpong", 20000), ("loop-busy20", 20000))
 
 
 def over_floor(ctx):
     """Per round: (iteration, context switch, sample) ns over the floor, and the
     verifier's total for loopwatch's programs."""
-    bpfstats.enable()
-    rounds, verified = [], None
+    bench = os.path.join(ctx.build, "bench")
+    rows, verified = bpfstats.against_floor(
+        [os.path.join(bench, "floor"), "-d", "120"],
+        # only syscost's threads may be loops: every other task's switch is a miss
+        [ctx.loopwatch, "--json", "--comm", "syscost", "-d", "120"],
+        os.path.join(bench, "syscost"), CASES, ROUNDS, os.cpu_count() - 1)
+    rounds = []
     for r in range(ROUNDS):
-        got = {}
-        for config in (("floor", "loopwatch") if r % 2 == 0 else ("loopwatch", "floor")):
-            if config == "floor":
-                t = Tracer([os.path.join(ctx.build, "bench", "floor"), "-d", "120"])
-                names = bpfstats.FLOOR
-            else:
-                # only syscost's threads may be loops: every other task's switch is a miss
-                t = Tracer([ctx.loopwatch, "--json", "--comm", "syscost", "-d", "120"])
-                names = bpfstats.LOOPWATCH
-            try:
-                ids = bpfstats.prog_ids(t.pid)
-                if config == "loopwatch":
-                    verified = sum(v[2] for v in bpfstats.snapshot(ids).values())
-                loop = bpfstats.counted(ids, syscost(ctx, "epoll0", 300000))
-                switches = bpfstats.counted(ids, syscost(ctx, "pingpong", 20000))
-                busy = bpfstats.counted(ids, syscost(ctx, "loop-busy20", 20000))
-            finally:
-                t.stop()
-            got[config] = (bpfstats.per_iteration(loop, names),
-                           bpfstats.per_switch(switches, names),
-                           bpfstats.per_sample_hit(busy, switches, names))
-        rounds.append([lw - fl for lw, fl in zip(got["loopwatch"], got["floor"])])
-    return rounds, verified
+        iteration, switch, (sample_lw, sample_floor) = bpfstats.over_floor(rows, r)
+        rounds.append([iteration, switch, sample_lw - sample_floor])
+    return rounds, sum(verified.values())
 
 
 def test_bpf_cost_per_call_against_empty_programs(ctx):

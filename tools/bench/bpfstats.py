@@ -181,3 +181,42 @@ class Tracer:
     @property
     def pid(self):
         return self.p.pid
+
+
+def against_floor(floor, loopwatch, syscost, cases, rounds, cpu, tracer_cpu=None,
+                  progress=None):
+    """Interleaved rounds of the floor (empty programs on the same hooks) and loopwatch,
+    which of the two goes first alternating: each tracer started, then every syscost
+    (case, calls) run pinned to cpu under it. ({config: {case: [delta a round]}},
+    {program: instructions verified}) for the configs "floor" and "loopwatch"."""
+    enable()
+    configs = ("floor", "loopwatch")
+    rows = {c: {case: [] for case, _ in cases} for c in configs}
+    verified = {}
+    for r in range(rounds):
+        if progress:
+            progress(r)
+        for config in configs[r % 2:] + configs[:r % 2]:
+            t = Tracer(floor if config == "floor" else loopwatch, cpu=tracer_cpu)
+            try:
+                ids = prog_ids(t.pid)
+                if config == "loopwatch" and not verified:
+                    verified = {n: v[2] for n, v in snapshot(ids).items()}
+                for case, calls in cases:
+                    rows[config][case].append(counted(ids, [
+                        "taskset", "-c", str(cpu), syscost, case, str(calls)]))
+            finally:
+                t.stop()
+    return rows, verified
+
+
+def over_floor(rows, r):
+    """Round r of against_floor's rows with the cases epoll0, pingpong and loop-busy20:
+    (ns a loop iteration over the floor, ns a switch of threads that are no loop over
+    the floor, (ns a sample of the busy loop under loopwatch, under the floor))."""
+    lw = {case: d[r] for case, d in rows["loopwatch"].items()}
+    fl = {case: d[r] for case, d in rows["floor"].items()}
+    return (per_iteration(lw["epoll0"], LOOPWATCH) - per_iteration(fl["epoll0"], FLOOR),
+            per_switch(lw["pingpong"], LOOPWATCH) - per_switch(fl["pingpong"], FLOOR),
+            (per_sample_hit(lw["loop-busy20"], lw["pingpong"], LOOPWATCH),
+             per_sample_hit(fl["loop-busy20"], fl["pingpong"], FLOOR)))

@@ -74,31 +74,14 @@ def rotated(items, r):
 # ---- kernel: per-program counters ----------------------------------------------------
 
 def kernel_section(args, out):
-    bpfstats.enable()
-    configs = ("floor", "loopwatch")
-    rows = {c: {case: [] for case, _ in KERNEL_CASES} for c in configs}
-    verified = {}
-    for r in range(args.rounds):
-        print("kernel round %d/%d" % (r + 1, args.rounds), file=sys.stderr)
-        for config in rotated(list(configs), r):
-            if config == "floor":
-                t = bpfstats.Tracer([os.path.join(args.bin, "floor"), "-d", "300"],
-                                    cpu=args.tracer_cpu)
-            else:
-                # no process is syscost (its threads are created later): the loop
-                # threads of others stay unwatched, and every scheduler run is a miss
-                t = bpfstats.Tracer([args.loopwatch, "--json", "--comm", "syscost", "-d",
-                                     "300"], cpu=args.tracer_cpu)
-            try:
-                ids = bpfstats.prog_ids(t.p.pid)
-                if config == "loopwatch" and not verified:
-                    verified = {n: v[2] for n, v in bpfstats.snapshot(ids).items()}
-                for case, calls in KERNEL_CASES:
-                    rows[config][case].append(bpfstats.counted(ids, [
-                        "taskset", "-c", str(args.cpu), os.path.join(args.bin, "syscost"),
-                        case, str(calls)]))
-            finally:
-                t.stop()
+    # no process is syscost (its threads are created later): the loop threads of
+    # others stay unwatched, and every scheduler run is a miss
+    rows, verified = bpfstats.against_floor(
+        [os.path.join(args.bin, "floor"), "-d", "300"],
+        [args.loopwatch, "--json", "--comm", "syscost", "-d", "300"],
+        os.path.join(args.bin, "syscost"), KERNEL_CASES, args.rounds, args.cpu,
+        tracer_cpu=args.tracer_cpu,
+        progress=lambda r: print("kernel round %d/%d" % (r + 1, args.rounds), file=sys.stderr))
     res = {}
 
     def cell(config, case, prog):
@@ -125,16 +108,11 @@ def kernel_section(args, out):
     # per iteration, switch and sample: over the floor round by round, then the median
     per_iter, per_switch, sample_hit = [], [], []
     for i in range(args.rounds):
-        lw = {case: rows["loopwatch"][case][i] for case, _ in KERNEL_CASES}
-        fl = {case: rows["floor"][case][i] for case, _ in KERNEL_CASES}
-        per_iter.append(bpfstats.per_iteration(lw["epoll0"], LW) -
-                        bpfstats.per_iteration(fl["epoll0"], FLOOR))
-        per_switch.append(bpfstats.per_switch(lw["pingpong"], LW) -
-                          bpfstats.per_switch(fl["pingpong"], FLOOR))
-        hit = [bpfstats.per_sample_hit(lw["loop-busy20"], lw["pingpong"], LW),
-               bpfstats.per_sample_hit(fl["loop-busy20"], fl["pingpong"], FLOOR)]
+        it, sw, hit = bpfstats.over_floor(rows, i)
+        per_iter.append(it)
+        per_switch.append(sw)
         if None not in hit:
-            sample_hit.append(hit)
+            sample_hit.append(list(hit))
     res["per_iter"] = per_iter
     res["per_switch"] = per_switch
     res["sample_hit"] = sample_hit
