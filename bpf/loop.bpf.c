@@ -375,7 +375,6 @@ int wait_enter(const struct syscall_enter_ctx *ctx)
 		role = wait__role(l, task, &w, &fds);
 	}
 	now = bpf_ktime_get_ns();
-	loop__close_missed(l, now);
 	if (role == WAIT_NESTED) {
 		call__enter(l, ctx->nr, kind, now);
 		l->call_wait = fds;
@@ -386,6 +385,7 @@ int wait_enter(const struct syscall_enter_ctx *ctx)
 	l->home_sp = w.sp;
 	l->nested_run = 0;
 	l->flags &= ~LW_THREAD_INTERRUPTED;
+	loop__close_missed(l, now);
 	if (l->busy_start_ns && !l->in_wait)
 		loop__end_iteration(l, task, now);
 	l->in_wait = 1;

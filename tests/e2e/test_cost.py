@@ -18,7 +18,7 @@ from lwtest import Loopwatch, bpfstats
 ROUNDS = 3
 # make bench (tools/bench/cost.py) measured, at load 2-6: +70..78 ns a hot iteration,
 # +12..15 ns a switch of a thread that is no loop (a clock read alone is ~24 ns here),
-# +120..140 ns a sample under the gate (a stack walk is 1.4 us and more), 191k
+# +120..140 ns a sample under the gate (a stack walk is 1.4 us and more), 193k
 # instructions verified (708k with the V8 walk unrolled)
 ITERATION_OVER_FLOOR_NS = 150
 SWITCH_OVER_FLOOR_NS = 30

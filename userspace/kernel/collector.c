@@ -319,21 +319,9 @@ fail:
 }
 
 /*
- * Detaching a per-syscall tracepoint or a uprobe waits for an RCU Tasks
- * Trace grace period, and the last perf user of a tracepoint another one
- * under the kernel's global event_mutex (perf_trace_event_unreg), 30-110 ms
- * each, one after the other whatever thread closes them: 1-3 s for all of
- * loopwatch's. So the last references go to a child instead: it shares
- * every open file, waits for us to exit (its pipe closes) and lets its own
- * exit release them, in the background. Our closes are then reference
- * drops; the programs stay attached, doing nothing anyone sees, about a
- * second longer. Called before anything BPF is closed (main.c: also before
- * the probes' links). If the fork fails, closing is just slow.
- */
-/*
- * Sockets and pipes, but keep: a listening port must be free for the next
- * loopwatch at once, and a reader of our output or an alert program must
- * see its end of file.
+ * The hand-off child closes its copies of sockets and pipes, but keep: a
+ * listening port must be free for the next loopwatch at once, and a reader
+ * of our output or an alert program must see its end of file.
  */
 static void fds__close_streams(int keep)
 {
@@ -353,6 +341,18 @@ static void fds__close_streams(int keep)
 	closedir(d);
 }
 
+/*
+ * Detaching a per-syscall tracepoint or a uprobe waits for an RCU Tasks
+ * Trace grace period, and the last perf user of a tracepoint another one
+ * under the kernel's global event_mutex (perf_trace_event_unreg), 30-110 ms
+ * each, one after the other whatever thread closes them: 1-3 s for all of
+ * loopwatch's. So the last references go to a child instead: it shares
+ * every open file, waits for us to exit (its pipe closes) and lets its own
+ * exit release them, in the background. Our closes are then reference
+ * drops; the programs stay attached, doing nothing anyone sees, about a
+ * second longer. Called before anything BPF is closed (main.c: also before
+ * the probes' links). If the fork fails, closing is just slow.
+ */
 void collector__hand_off(void)
 {
 	int pipefd[2], devnull;

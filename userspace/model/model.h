@@ -138,7 +138,7 @@ struct model {
 	double run_s;		/* time since tracing started */
 	__u64 events_dropped;	/* kernel self counters, at the last drain */
 	__u64 loops_full;
-	__u64 switch_ins_missed;	/* off-CPU periods left out: their switch-in never seen */
+	__u64 switch_ins_missed;	/* off-CPU periods whose switch-in was never seen */
 	struct attribution *attr;	/* stall time by function (attribution.c) */
 	__u64 exited_forgotten;	/* exited threads let go to stay bounded (not in the summary) */
 	double keep_exited_s;	/* an exited thread stays at least this long (outputs fold it) */

@@ -969,8 +969,9 @@ static void family__self(FILE *out, const struct prom_registry *sp, const struct
 		(unsigned long long)m->events_dropped);
 	family__self_outputs(out, sp);
 	family__header(out, "loopwatch_switch_ins_missed_total", "counter",
-		       "Loop threads seen running with a switch-out still open: its off-CPU "
-		       "time, whose switch-in was never seen, is left out of the breakdown.");
+		       "Loop threads seen running with a switch-out still open (its switch-in "
+		       "never seen): the sleep it began is booked up to its wake-up, or up to "
+		       "then if that went unseen too.");
 	fprintf(out, "loopwatch_switch_ins_missed_total %llu\n",
 		(unsigned long long)m->switch_ins_missed);
 	family__header(out, "loopwatch_loop_map_full_total", "counter",
