@@ -67,6 +67,41 @@ static __always_inline void loop__close_missed(struct lw_loop *l, __u64 now)
 	counter__inc(LW_CTR_SWITCH_INS_MISSED);
 }
 
+/*
+ * Returns to user mode unseen in a row after which a thread's preemption
+ * stacks are taken at the switch (LW_THREAD_EAGER_WALK). One can be a
+ * preemption on the syscall entry path, before the tracepoint.
+ */
+#define LW_RESUMES_MISSED_MAX 3
+
+/*
+ * A wait call's or flush's entry is made from user mode: a switch-out whose
+ * return to user mode went unseen means rseq_update does not fire for this
+ * thread (no rseq area registered: musl, glibc before 2.35, Go; or a kernel
+ * that does not trace every return).
+ */
+static __always_inline void loop__check_resumed(struct lw_loop *l)
+{
+	if (!l->resume_owed)
+		return;
+	l->resume_owed = 0;
+	l->runq_walk_owed = 0;
+	counter__inc(LW_CTR_RESUMES_MISSED);
+	if (++l->resumes_missed >= LW_RESUMES_MISSED_MAX)
+		l->flags |= LW_THREAD_EAGER_WALK;
+}
+
+/*
+ * The stack of a wait for a CPU is worth a walk only in an iteration at least
+ * half way to the slow threshold: a younger one's longest wait is short or
+ * early, and the CPU samples of the same iteration name its time. Under
+ * contention most iterations are preempted, and a walk costs microseconds.
+ */
+static __always_inline bool runq__walk_wanted(const struct lw_loop *l, __u64 now)
+{
+	return now - l->busy_start_ns >= slow_threshold_ns / 2;
+}
+
 /* Between a wait call's return and the next wait call. */
 static __always_inline bool loop__busy(const struct lw_loop *l)
 {
@@ -180,6 +215,7 @@ __weak __noinline int block__close(struct lw_loop *l)
  */
 static __always_inline void call__enter(struct lw_loop *l, __s32 nr, __u32 kind, __u64 now)
 {
+	loop__check_resumed(l);
 	loop__close_missed(l, now);
 	block__close(l);
 	l->call_nr = nr;

@@ -293,6 +293,9 @@ enum lw_counter {
 	LW_CTR_EVENTS_DROPPED,
 	LW_CTR_LOOPS_FULL,
 	LW_CTR_SWITCH_INS_MISSED,	/* a loop thread ran with its off_ns still set */
+	LW_CTR_PREEMPTIONS,	/* loop threads preempted inside a busy period */
+	LW_CTR_PREEMPT_WALKS,	/* of them, stack walks taken (the rest needed none) */
+	LW_CTR_RESUMES_MISSED,	/* back in user mode unseen (no rseq): walks at the switch */
 	LW_CTR_MAX,
 };
 
@@ -301,6 +304,11 @@ enum lw_thread_flags {
 	LW_THREAD_RESTARTING = 2,	/* its wait call resumes through restart_syscall */
 	LW_THREAD_INTERRUPTED = 4,	/* its home wait returned -EINTR: a stop may follow */
 	LW_THREAD_STOPPED = 8,		/* stopped or ptrace-stopped after that: still waiting */
+	/*
+	 * its returns to user mode are not seen (no rseq registered, or a kernel
+	 * that does not report them): preemption stacks are taken at the switch
+	 */
+	LW_THREAD_EAGER_WALK = 16,
 };
 
 /* The kinds of wait call, and the other syscalls timed entry to exit. */
@@ -337,7 +345,15 @@ struct lw_loop {
 	__u64 busy_start_ns;	/* return of the last wait call; 0 before the first */
 	__u64 off_ns;		/* switched out during a busy period; 0 when on CPU */
 	__u64 wake_ns;		/* woken up after off_ns; 0 if not yet */
-	__u32 off_blocked;	/* 1: went to sleep, 0: preempted */
+	__u8 off_blocked;	/* 1: went to sleep, 0: preempted */
+	/*
+	 * Preempted, the thread resumes exactly where it stopped: its stack is
+	 * walked back in user mode (rseq_update), and only if the wait was the
+	 * iteration's longest and the iteration is old enough to become a stall.
+	 */
+	__u8 resume_owed;	/* switched out in a busy period, not yet back in user mode */
+	__u8 runq_walk_owed;	/* that wait is the longest: its stack goes to iter.runq_cap */
+	__u8 resumes_missed;	/* in a row: past LW_RESUMES_MISSED_MAX, eager walks */
 	__u64 run_delay_start;	/* the task's sched_info.run_delay as the busy period began */
 	/*
 	 * The home wait: the loop's own wait call, at the outermost steady stack
@@ -370,7 +386,7 @@ struct lw_loop {
 	struct lw_block block;
 	struct lw_iter iter;
 	struct lw_hist busy_hist;
-	struct lw_capture preempt_cap;	/* where it was last preempted */
+	struct lw_capture preempt_cap;	/* where it was last preempted (LW_THREAD_EAGER_WALK) */
 	__u64 start_ns;		/* task start time */
 	char comm[LW_COMM_LEN];	/* process (group leader) name */
 	char thread[LW_COMM_LEN];

@@ -15,12 +15,20 @@
 SEC("perf_event")
 int loop_sample(struct bpf_perf_event_data *ctx)
 {
-	struct lw_loop *l = loop__current();
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct lw_loop *l = loop__of(task);
+	__u64 runq;
 	__u32 seen, slot;
 
 	if (!l || !loop__busy(l))
 		return 0;
-	if (bpf_ktime_get_ns() - l->busy_start_ns < sample_gate_ns)
+	/*
+	 * The iteration's own age: its waits for a CPU so far (the scheduler's
+	 * count, current while the thread runs) are other tasks' time, and on a
+	 * contended host they would age most short iterations past the gate.
+	 */
+	runq = task->sched_info.run_delay - l->run_delay_start;
+	if (bpf_ktime_get_ns() - l->busy_start_ns < sample_gate_ns + runq)
 		return 0;
 	seen = l->iter.samples_seen++;
 	slot = seen;

@@ -127,12 +127,11 @@ static int source__probes(void *ctx,
 	return r->probes ? collector__drain_probes(r->c, fn, arg) : 0;
 }
 
-static void source__counters(void *ctx, __u64 *dropped, __u64 *loops_full,
-			     __u64 *switch_ins_missed)
+static void source__counters(void *ctx, __u64 sums[LW_CTR_MAX])
 {
 	struct run *r = ctx;
 
-	collector__counters(r->c, dropped, loops_full, switch_ins_missed);
+	collector__counters(r->c, sums);
 }
 
 static void source__probe_label(void *ctx, __u32 id, char *buf, size_t len)
@@ -487,10 +486,14 @@ static int run__loop(struct run *r)
 	/* debug output: the kernel side's own accounting, which no sink line shows whole */
 	if (opts->verbose)
 		fprintf(stderr, "loopwatch: kernel counters: %llu events dropped, %llu loop threads "
-			"not tracked, %llu switch-ins missed\n",
+			"not tracked, %llu switch-ins missed, %llu preemptions in busy periods "
+			"(%llu stack walks), %llu returns to user mode unseen\n",
 			(unsigned long long)r->model->events_dropped,
 			(unsigned long long)r->model->loops_full,
-			(unsigned long long)r->model->switch_ins_missed);
+			(unsigned long long)r->model->switch_ins_missed,
+			(unsigned long long)r->model->kcounters[LW_CTR_PREEMPTIONS],
+			(unsigned long long)r->model->kcounters[LW_CTR_PREEMPT_WALKS],
+			(unsigned long long)r->model->kcounters[LW_CTR_RESUMES_MISSED]);
 	return sinks__summary(r->sinks, r->model, clock__wall()) ? 1 : 0;
 }
 

@@ -1,60 +1,76 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-"""A guard on what loopwatch costs the kernel, on what stays stable on a shared host:
+"""Guards on what loopwatch costs the kernel, on what stays the same on a loaded host:
 the instructions the verifier processes (exact for a kernel and a compiler), and the
-run time per call of loopwatch's programs against empty programs on the same attach
-points measured in the same run (the kernel's bpf_stats, switched on by our own
-descriptor). The bounds are the issue's targets or about twice to four times what
-make bench measures, so only a real regression fails: a stack walk on a path that had
-none, a clock read or a record lookup put back on the fast path, a walker verified
-once per frame again.
+stack walks taken, counted against what the workload itself measured. Nanoseconds are
+measured by make bench (tools/bench), never asserted here: a shared host moves them by
+more than any bound that would still catch a regression.
 """
 import os
+import re
 import signal
-import statistics
+import subprocess
 import time
 
-from lwtest import Loopwatch, bpfstats
+from lwtest import Loopwatch, Workload, bpfstats, load_truth, tmpfile
 
-ROUNDS = 3
-# make bench (tools/bench/cost.py) measured, at load 2-6: +70..78 ns a hot iteration,
-# +12..15 ns a switch of a thread that is no loop (a clock read alone is ~24 ns here),
-# +120..140 ns a sample under the gate (a stack walk is 1.4 us and more), 193k
-# instructions verified (708k with the V8 walk unrolled)
-ITERATION_OVER_FLOOR_NS = 150
-SWITCH_OVER_FLOOR_NS = 30
-SAMPLE_OVER_FLOOR_NS = 600
+# make bench measured ~192k instructions (708k with the V8 walk unrolled)
 VERIFIED_INSNS = 350000
-# a hot loop (wait-call entry and exit), switches of threads that are no loop, a loop of
-# 20 us iterations (CPU samples): syscost's cases and calls each
-CASES = (("epoll0", 300000), ("pingpong", 20000), ("loop-busy20", 20000))
+# runq__walk_wanted (bpf/iteration.bpf.h): a wait for a CPU is walked back in user mode
+# only in an iteration at least half the slow threshold (the default 10 ms) old
+SLOW_MS = 10
 
 
-def over_floor(ctx):
-    """Per round: (iteration, context switch, sample) ns over the floor, and the
-    verifier's total for loopwatch's programs."""
-    bench = os.path.join(ctx.build, "bench")
-    rows, verified = bpfstats.against_floor(
-        [os.path.join(bench, "floor"), "-d", "120"],
-        # only syscost's threads may be loops: every other task's switch is a miss
-        [ctx.loopwatch, "--json", "--comm", "syscost", "-d", "120"],
-        os.path.join(bench, "syscost"), CASES, ROUNDS, os.cpu_count() - 1)
-    rounds = []
-    for r in range(ROUNDS):
-        iteration, switch, (sample_lw, sample_floor) = bpfstats.over_floor(rows, r)
-        rounds.append([iteration, switch, sample_lw - sample_floor])
-    return rounds, sum(verified.values())
+def test_verifier_instructions_stay_bounded(ctx):
+    lw = Loopwatch(ctx, "-p", os.getpid(), "-d", 30).start()
+    try:
+        verified = {n: v[2] for n, v in bpfstats.snapshot(bpfstats.prog_ids(lw.proc.pid)).items()}
+    finally:
+        lw.proc.send_signal(signal.SIGINT)
+        lw.stop()
+    total = sum(verified.values())
+    print("verified %d instructions: %s" % (total, sorted(verified.items(), key=lambda kv: -kv[1])))
+    assert "loop_rseq_updat" in verified, verified
+    assert total <= VERIFIED_INSNS, verified
 
 
-def test_bpf_cost_per_call_against_empty_programs(ctx):
-    rounds, verified = over_floor(ctx)
-    iteration, switch, sample = (statistics.median(r[i] for r in rounds) for i in range(3))
-    print("over the floor: iteration %+.1f ns, switch %+.1f ns, sample %+.1f ns; "
-          "verified %d instructions" % (iteration, switch, sample, verified))
-    assert verified <= VERIFIED_INSNS, verified
-    assert iteration <= ITERATION_OVER_FLOOR_NS, rounds
-    assert switch <= SWITCH_OVER_FLOOR_NS, rounds
-    # a 20 us iteration is under the sampling gate: no stack walk (microseconds)
-    assert sample <= SAMPLE_OVER_FLOOR_NS, rounds
+KCOUNTERS = re.compile(r"(\d+) preemptions in busy periods \((\d+) stack walks\), (\d+) returns "
+                       r"to user mode unseen")
+
+
+def test_preempted_short_iterations_take_no_stack_walk(ctx):
+    """A loop of mostly sub-ms iterations (loopwork's mixed profile) sharing one CPU with a
+    thread that wakes every millisecond: preempted again and again, but a preemption's
+    stack is walked only for an iteration already half way to a stall, so the walks are
+    at most the iterations the workload itself timed at 5 ms or more (its own clock,
+    which counts its waits for the CPU too)."""
+    out = tmpfile()
+    w = Workload(["taskset", "-c", str(os.cpu_count() - 1), ctx.workload("loopwork"), out,
+                  "mixed", "1500", "--spinner", "--go"])
+    lw = Loopwatch(ctx, "-p", w.pid, "-d", 120, "-v")
+    try:
+        lw.start()
+        w.go()
+        w.wait()
+        lw.proc.send_signal(signal.SIGINT)
+        lw.stop()
+    finally:
+        w.kill()
+        lw.kill()
+    truth = load_truth(out)
+    busy = truth["threads"][0]["busy_ns"]
+    m = KCOUNTERS.search(lw.stderr)
+    assert m, lw.stderr[-2000:]
+    preempted, walks, unseen = (int(x) for x in m.groups())
+    half_way = sum(1 for b in busy if b >= SLOW_MS / 2 * 1e6)
+    print("%d preemptions in busy periods, %d walks; %d of %d iterations >= %.0f ms; "
+          "%d returns unseen" % (preempted, walks, half_way, len(busy), SLOW_MS / 2, unseen))
+    # the setup did preempt the loop, and its returns to user mode were seen (glibc's rseq)
+    assert preempted >= 300, preempted
+    assert unseen <= preempted // 100, (unseen, preempted)
+    # one walk at most per iteration that was half way to a stall; the iterations of the
+    # workload's own measure begin a little after the tracer's (its clock read after the
+    # wait returns): one more iteration's worth of slack for those at the edge
+    assert walks <= half_way + max(2, half_way // 10), (walks, half_way)
 
 
 def test_exit_is_quick_and_the_programs_go_after_it(ctx):

@@ -65,13 +65,13 @@ static int fake__probes(void *ctx,
 	return fake.nprobes;
 }
 
-static void fake__counters(void *ctx, __u64 *dropped, __u64 *loops_full,
-			   __u64 *switch_ins_missed)
+static void fake__counters(void *ctx, __u64 sums[LW_CTR_MAX])
 {
 	(void)ctx;
-	*dropped = fake.dropped;
-	*loops_full = fake.loops_full;
-	*switch_ins_missed = fake.switch_ins_missed;
+	memset(sums, 0, LW_CTR_MAX * sizeof(sums[0]));
+	sums[LW_CTR_EVENTS_DROPPED] = fake.dropped;
+	sums[LW_CTR_LOOPS_FULL] = fake.loops_full;
+	sums[LW_CTR_SWITCH_INS_MISSED] = fake.switch_ins_missed;
 }
 
 static void fake__label(void *ctx, __u32 id, char *buf, size_t len)

@@ -523,25 +523,17 @@ int collector__set_v8(struct collector *c, __u32 pid, const struct lw_v8_proc *c
 	return walker__set(c->skel->maps.v8_procs, pid, cfg);
 }
 
-void collector__counters(struct collector *c, __u64 *dropped, __u64 *loops_full,
-			 __u64 *switch_ins_missed)
+void collector__counters(struct collector *c, __u64 sums[LW_CTR_MAX])
 {
 	int ncpus = libbpf_num_possible_cpus(), fd = bpf_map__fd(c->skel->maps.counters);
 	__u64 vals[ncpus > 0 ? ncpus : 1];
-	__u64 *sums[LW_CTR_MAX] = {
-		[LW_CTR_EVENTS_DROPPED] = dropped,
-		[LW_CTR_LOOPS_FULL] = loops_full,
-		[LW_CTR_SWITCH_INS_MISSED] = switch_ins_missed,
-	};
 
 	for (__u32 key = 0; key < LW_CTR_MAX; key++) {
-		if (!sums[key])
-			continue;
-		*sums[key] = 0;
+		sums[key] = 0;
 		if (ncpus <= 0 || bpf_map_lookup_elem(fd, &key, vals))
 			continue;
 		for (int i = 0; i < ncpus; i++)
-			*sums[key] += vals[i];
+			sums[key] += vals[i];
 	}
 }
 

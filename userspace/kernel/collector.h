@@ -85,8 +85,7 @@ int collector__set_v8(struct collector *c, __u32 pid, const struct lw_v8_proc *c
  * Kernel-side self counters (events dropped, loop map full, switch-ins missed),
  * summed over CPUs.
  */
-void collector__counters(struct collector *c, __u64 *dropped, __u64 *loops_full,
-			 __u64 *switch_ins_missed);
+void collector__counters(struct collector *c, __u64 sums[LW_CTR_MAX]);
 typedef void (*syscall_fn)(const struct lw_syscall_key *key, const struct lw_syscall_stats *st,
 			   void *ctx);
 /* Every (process, blocked syscall) aggregate. */

@@ -557,6 +557,16 @@ static void model__finish_probes(struct model *m)
 		qsort(m->probes, m->nprobes, sizeof(*m->probes), probe_agg__cmp);
 }
 
+static void model__read_counters(struct model *m, const struct model_source *src)
+{
+	if (!src->counters)
+		return;
+	src->counters(src->ctx, m->kcounters);
+	m->events_dropped = m->kcounters[LW_CTR_EVENTS_DROPPED];
+	m->loops_full = m->kcounters[LW_CTR_LOOPS_FULL];
+	m->switch_ins_missed = m->kcounters[LW_CTR_SWITCH_INS_MISSED];
+}
+
 static void model__drain_aggregates(struct model *m, const struct model_source *src)
 {
 	m->nsyscalls = 0;
@@ -568,8 +578,7 @@ static void model__drain_aggregates(struct model *m, const struct model_source *
 	if (src->probes && src->probe_label)
 		src->probes(src->ctx, model__add_probe, m);
 	model__finish_probes(m);
-	if (src->counters)
-		src->counters(src->ctx, &m->events_dropped, &m->loops_full, &m->switch_ins_missed);
+	model__read_counters(m, src);
 }
 
 /* At most once a second: the threads absent from the kernel's table, for how long. */
@@ -609,9 +618,7 @@ void model__drain(struct model *m, const struct model_source *src, unsigned int 
 		if (src->loops)
 			model__find_gone(m);
 		/* lost events are said in every output, each interval */
-		if (src->counters)
-			src->counters(src->ctx, &m->events_dropped, &m->loops_full,
-				      &m->switch_ins_missed);
+		model__read_counters(m, src);
 	}
 	if (what & MODEL_AGGREGATES)
 		model__drain_aggregates(m, src);

@@ -96,8 +96,7 @@ struct model_source {
 				 void *arg),
 		      void *arg);
 	/* the kernel side's self counters */
-	void (*counters)(void *ctx, __u64 *events_dropped, __u64 *loops_full,
-			 __u64 *switch_ins_missed);
+	void (*counters)(void *ctx, __u64 sums[LW_CTR_MAX]);
 	void (*probe_label)(void *ctx, __u32 id, char *buf, size_t len);
 	/* a live thread's process and thread names (LW_COMM_LEN); false when gone */
 	bool (*names)(void *ctx, __u32 pid, __u32 tid, char *comm, char *thread);
@@ -136,7 +135,8 @@ struct model {
 	} recent[MODEL_RECENT_STALLS];	/* a ring of the latest stalls */
 	size_t nrecent;
 	double run_s;		/* time since tracing started */
-	__u64 events_dropped;	/* kernel self counters, at the last drain */
+	__u64 kcounters[LW_CTR_MAX];	/* kernel self counters, at the last drain */
+	__u64 events_dropped;	/* of them, by name: */
 	__u64 loops_full;
 	__u64 switch_ins_missed;	/* off-CPU periods whose switch-in was never seen */
 	struct attribution *attr;	/* stall time by function (attribution.c) */
