@@ -30,9 +30,8 @@ static __always_inline void counter__inc(enum lw_counter which)
 
 /*
  * The sleep in an off-CPU period that ends at now, within the busy period:
- * up to its wakeup if that was seen, else up to now (a wait for a CPU after
- * the wakeup needs nothing here: an iteration's run-queue time is the
- * scheduler's own run_delay). Returns where the sleep ended.
+ * up to its wakeup if that was seen, else up to now. Returns where the sleep
+ * ended: from there to now the thread waited for a CPU.
  */
 static __always_inline __u64 loop__book_sleep(struct lw_loop *l, __u64 now)
 {

@@ -355,6 +355,7 @@ struct lw_loop {
 	__u8 runq_walk_owed;	/* that wait is the longest: its stack goes to iter.runq_cap */
 	__u8 resumes_missed;	/* in a row: past LW_RESUMES_MISSED_MAX, eager walks */
 	__u64 run_delay_start;	/* the task's sched_info.run_delay as the busy period began */
+	__u64 off_pcount;	/* its sched_info.pcount at off_ns: a switch-in is the next */
 	/*
 	 * The home wait: the loop's own wait call, at the outermost steady stack
 	 * depth. Every other wait call made in a busy period is nested (a handler

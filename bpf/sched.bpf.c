@@ -87,6 +87,7 @@ static __always_inline void loop__switch_out(void *ctx, struct lw_loop *l,
 		return;
 	}
 	l->off_ns = now;
+	l->off_pcount = prev->sched_info.pcount;
 	l->wake_ns = 0;
 	l->off_blocked = sleeping;
 	l->resume_owed = 1;
@@ -116,11 +117,20 @@ static __always_inline void loop__switch_out(void *ctx, struct lw_loop *l,
 
 static __always_inline void loop__switch_in(struct lw_loop *l, __u64 now)
 {
+	/*
+	 * The waits for a CPU seen here are summed as they happen: a stuck
+	 * iteration's live parts are then those its end will report (which also
+	 * takes the scheduler's own count, where that is more).
+	 */
 	if (l->off_blocked) {
-		loop__book_sleep(l, now);
+		l->iter.runq_ns += now - loop__book_sleep(l, now);
 		if (l->block.start_ns)
 			l->block.last_in_ns = now;
-	} else if (now - l->off_ns > l->iter.runq_max_ns) {
+		l->off_ns = 0;
+		return;
+	}
+	l->iter.runq_ns += now - l->off_ns;
+	if (now - l->off_ns > l->iter.runq_max_ns) {
 		/* the longest preemption's stack names what the CPU was waited for in */
 		l->iter.runq_max_ns = now - l->off_ns;
 		if (l->flags & LW_THREAD_EAGER_WALK) {
@@ -169,7 +179,13 @@ int BPF_PROG(loop_sched_switch, bool preempt, struct task_struct *prev,
 		return 0;
 	if (!now)
 		now = bpf_ktime_get_ns();
-	if (ln->off_ns)
+	/*
+	 * Back on a CPU more often than the switches seen say: a switch-out and
+	 * its switch-in went unseen in between, and the thread ran meanwhile.
+	 */
+	if (ln->off_ns && next->sched_info.pcount != ln->off_pcount)
+		loop__close_missed(ln, now);
+	else if (ln->off_ns)
 		loop__switch_in(ln, now);
 	else
 		loop__resume(ln, now);
