@@ -39,6 +39,11 @@ $(OUT)/.test-deps: tools/deps.sh
 	OUT=$(OUT) tools/deps.sh test
 	@touch $@
 
+$(OUT)/.bench-deps: tools/deps.sh
+	@mkdir -p $(OUT)
+	tools/deps.sh bench
+	@touch $@
+
 deps: $(OUT)/.deps
 test-deps: $(OUT)/.test-deps
 
@@ -136,7 +141,7 @@ check-sanitize: $(OUT)/.test-deps
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 FUZZ_SECONDS=$(FUZZ_SECONDS) \
 		python3 tests/run.py --build $(OUT)-san fuzz. $(SAN_E2E)
 
-bench: $(OUT)/loopwatch $(OUT)/workloads/chainwork
+bench: $(OUT)/loopwatch $(OUT)/workloads/chainwork $(OUT)/.bench-deps
 	$(MAKE) -C tools/bench OUT=$(abspath $(OUT))
 
 clean:

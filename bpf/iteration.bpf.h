@@ -67,34 +67,11 @@ static __always_inline void loop__close_missed(struct lw_loop *l, __u64 now)
 }
 
 /*
- * Returns to user mode unseen in a row after which a thread's preemption
- * stacks are taken at the switch (LW_THREAD_EAGER_WALK). One can be a
- * preemption on the syscall entry path, before the tracepoint.
- */
-#define LW_RESUMES_MISSED_MAX 3
-
-/*
- * A wait call's or flush's entry is made from user mode: a switch-out whose
- * return to user mode went unseen means rseq_update does not fire for this
- * thread (no rseq area registered: musl, glibc before 2.35, Go; or a kernel
- * that does not trace every return).
- */
-static __always_inline void loop__check_resumed(struct lw_loop *l)
-{
-	if (!l->resume_owed)
-		return;
-	l->resume_owed = 0;
-	l->runq_walk_owed = 0;
-	counter__inc(LW_CTR_RESUMES_MISSED);
-	if (++l->resumes_missed >= LW_RESUMES_MISSED_MAX)
-		l->flags |= LW_THREAD_EAGER_WALK;
-}
-
-/*
- * The stack of a wait for a CPU is worth a walk only in an iteration at least
- * half way to the slow threshold: a younger one's longest wait is short or
- * early, and the CPU samples of the same iteration name its time. Under
- * contention most iterations are preempted, and a walk costs microseconds.
+ * An iteration's longest wait for a CPU so far is owed a stack: a CPU sample
+ * walks for it even under the sampling gate once the iteration is half way to
+ * the slow threshold (a younger one's longest wait is short or early, and its
+ * own samples name its time). Under contention most iterations are
+ * preempted, and a walk costs microseconds.
  */
 static __always_inline bool runq__walk_wanted(const struct lw_loop *l, __u64 now)
 {
@@ -214,7 +191,6 @@ __weak __noinline int block__close(struct lw_loop *l)
  */
 static __always_inline void call__enter(struct lw_loop *l, __s32 nr, __u32 kind, __u64 now)
 {
-	loop__check_resumed(l);
 	loop__close_missed(l, now);
 	block__close(l);
 	l->call_nr = nr;
@@ -241,6 +217,7 @@ static __always_inline void call__exit(struct lw_loop *l, __u64 now)
 static __always_inline void capture__take(void *ctx, struct lw_capture *cap, __u64 user_sp,
 					  int kskip)
 {
+	counter__inc(LW_CTR_STACK_WALKS);
 	cap->stack.user = unwind__user_stack();
 	cap->stack.kernel = kskip < 0 ? -1 :
 			    bpf_get_stackid(ctx, &stacks,

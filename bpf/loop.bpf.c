@@ -149,6 +149,7 @@ static __always_inline void loop__end_iteration(struct lw_loop *l, struct task_s
 	l->iter.nblocks = 0;
 	l->iter.nprobes = 0;
 	l->iter.runq_max_ns = 0;
+	l->runq_walk_owed = 0;
 
 	l->iterations++;
 	l->busy_ns += busy_ns;
@@ -443,7 +444,6 @@ int wait_enter(const struct syscall_enter_ctx *ctx)
 	l->home_sp = w.sp;
 	l->nested_run = 0;
 	l->flags &= ~LW_THREAD_INTERRUPTED;
-	loop__check_resumed(l);
 	loop__close_missed(l, now);
 	if (l->busy_start_ns && !l->in_wait)
 		loop__end_iteration(l, task, now);

@@ -160,7 +160,7 @@ struct lw_iter {
 	struct lw_syscall_sum syscalls[LW_ITER_SYSCALLS];
 	struct lw_block_ref blocks[LW_ITER_BLOCKS];
 	struct lw_probe_sum probes[LW_ITER_PROBES];
-	struct lw_capture runq_cap;	/* preempted there */
+	struct lw_capture runq_cap;	/* waited there: the first CPU sample after the wait */
 };
 
 /* The other end of a socket, read from the kernel's socket at the first sleep. */
@@ -294,8 +294,7 @@ enum lw_counter {
 	LW_CTR_LOOPS_FULL,
 	LW_CTR_SWITCH_INS_MISSED,	/* a loop thread ran with its off_ns still set */
 	LW_CTR_PREEMPTIONS,	/* loop threads preempted inside a busy period */
-	LW_CTR_PREEMPT_WALKS,	/* of them, stack walks taken (the rest needed none) */
-	LW_CTR_RESUMES_MISSED,	/* back in user mode unseen (no rseq): walks at the switch */
+	LW_CTR_STACK_WALKS,	/* user stacks walked: samples, sleeps, probed calls */
 	LW_CTR_MAX,
 };
 
@@ -304,11 +303,6 @@ enum lw_thread_flags {
 	LW_THREAD_RESTARTING = 2,	/* its wait call resumes through restart_syscall */
 	LW_THREAD_INTERRUPTED = 4,	/* its home wait returned -EINTR: a stop may follow */
 	LW_THREAD_STOPPED = 8,		/* stopped or ptrace-stopped after that: still waiting */
-	/*
-	 * its returns to user mode are not seen (no rseq registered, or a kernel
-	 * that does not report them): preemption stacks are taken at the switch
-	 */
-	LW_THREAD_EAGER_WALK = 16,
 };
 
 /* The kinds of wait call, and the other syscalls timed entry to exit. */
@@ -347,13 +341,12 @@ struct lw_loop {
 	__u64 wake_ns;		/* woken up after off_ns; 0 if not yet */
 	__u8 off_blocked;	/* 1: went to sleep, 0: preempted */
 	/*
-	 * Preempted, the thread resumes exactly where it stopped: its stack is
-	 * walked back in user mode (rseq_update), and only if the wait was the
-	 * iteration's longest and the iteration is old enough to become a stall.
+	 * The iteration's longest wait for a CPU so far has no stack yet: the
+	 * next CPU sample's walk is its (bpf/sample.bpf.c). A preemption itself
+	 * takes none: under contention nearly every iteration is preempted.
 	 */
-	__u8 resume_owed;	/* switched out in a busy period, not yet back in user mode */
-	__u8 runq_walk_owed;	/* that wait is the longest: its stack goes to iter.runq_cap */
-	__u8 resumes_missed;	/* in a row: past LW_RESUMES_MISSED_MAX, eager walks */
+	__u8 runq_walk_owed;
+	__u8 pad8[2];
 	__u64 run_delay_start;	/* the task's sched_info.run_delay as the busy period began */
 	__u64 off_pcount;	/* its sched_info.pcount at off_ns: a switch-in is the next */
 	/*
@@ -387,7 +380,9 @@ struct lw_loop {
 	struct lw_block block;
 	struct lw_iter iter;
 	struct lw_hist busy_hist;
-	struct lw_capture preempt_cap;	/* where it was last preempted (LW_THREAD_EAGER_WALK) */
+	/* the latest CPU sample's stack, and the busy period it was taken in */
+	struct lw_stack_ref last_walk;
+	__u64 last_walk_busy_ns;
 	__u64 start_ns;		/* task start time */
 	char comm[LW_COMM_LEN];	/* process (group leader) name */
 	char thread[LW_COMM_LEN];

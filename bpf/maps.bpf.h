@@ -47,6 +47,14 @@ struct {
 
 static __always_inline struct lw_loop *loop__of(struct task_struct *task)
 {
+	/*
+	 * Nearly every task has no BPF task storage at all: one load tells, and
+	 * the helper call (its recursion guard, the storage's cache lookup) is
+	 * left to the few that do. Every context switch, return to user mode
+	 * and wait call of the machine asks this.
+	 */
+	if (!task->bpf_storage)
+		return NULL;
 	return bpf_task_storage_get(&loops, task, NULL, 0);
 }
 

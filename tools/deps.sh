@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs exactly the Debian packages loopwatch needs to build and test.
-# Idempotent: installs only what is missing. Usage: tools/deps.sh [build|test]
+# Idempotent: installs only what is missing. Usage: tools/deps.sh [build|test|bench]
 set -euo pipefail
 
 build_pkgs=(clang make gcc bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev libncurses-dev
@@ -9,6 +9,9 @@ build_pkgs=(clang make gcc bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev li
 test_pkgs=(python3 python3-tornado python3-aiohttp python3-uvloop python3-ujson nodejs prometheus
 	prometheus-node-exporter libjson-c-dev libjansson-dev libcjson-dev
 	python3.11-dbg strace)
+
+# the services and load generators make bench runs (tools/bench/cost.py, contended.py)
+bench_pkgs=(python3 python3-aiohttp nodejs wrk memcached libmemcached-tools bpftrace util-linux)
 
 # other Node majors the JS frame tests run under, besides Debian's node (npm's builds)
 node_versions=(18.20.8 22.23.3 24.21.0)
@@ -28,6 +31,7 @@ node_builds() {
 
 want=("${build_pkgs[@]}")
 [ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")
+[ "${1:-build}" = bench ] && want+=("${bench_pkgs[@]}")
 
 missing=()
 for p in "${want[@]}"; do

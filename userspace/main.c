@@ -486,14 +486,13 @@ static int run__loop(struct run *r)
 	/* debug output: the kernel side's own accounting, which no sink line shows whole */
 	if (opts->verbose)
 		fprintf(stderr, "loopwatch: kernel counters: %llu events dropped, %llu loop threads "
-			"not tracked, %llu switch-ins missed, %llu preemptions in busy periods "
-			"(%llu stack walks), %llu returns to user mode unseen\n",
+			"not tracked, %llu switch-ins missed, %llu preemptions in busy periods, "
+			"%llu stack walks\n",
 			(unsigned long long)r->model->events_dropped,
 			(unsigned long long)r->model->loops_full,
 			(unsigned long long)r->model->switch_ins_missed,
 			(unsigned long long)r->model->kcounters[LW_CTR_PREEMPTIONS],
-			(unsigned long long)r->model->kcounters[LW_CTR_PREEMPT_WALKS],
-			(unsigned long long)r->model->kcounters[LW_CTR_RESUMES_MISSED]);
+			(unsigned long long)r->model->kcounters[LW_CTR_STACK_WALKS]);
 	return sinks__summary(r->sinks, r->model, clock__wall()) ? 1 : 0;
 }
 

@@ -6,9 +6,12 @@
  * much a tracer may see beyond that if the thread was preempted right at the
  * wait's edges (groundtruth.h).
  *
- * usage: loopwork OUT.json PROFILE[,PROFILE...] ITERATIONS [--spinner] [--go]
- *   PROFILE: mixed (mostly sub-ms, a tail to 20 ms) | fixed3 (3 ms each)
+ * usage: loopwork OUT.json PROFILE[,PROFILE...] ITERATIONS [--spinner] [--waker] [--go]
+ *   PROFILE: mixed (mostly sub-ms, a tail to 20 ms) | fixed3 (3 ms each) |
+ *            short (0.1-0.4 ms each)
  *   --spinner: one more thread that never calls a wait function
+ *   --waker: one more thread that wakes every 0.2 ms: pinned with the loop to one
+ *            CPU, it preempts the loop again and again
  *   --go: wait for a line on stdin before starting (lets a tracer attach)
  */
 #define _GNU_SOURCE
@@ -29,6 +32,7 @@ struct loop_thread {
 	int iterations;
 	int tid;
 	uint64_t *busy_ns;
+	uint64_t *runq_ns;	/* of busy_ns, waiting for a CPU (its schedstat's run_delay) */
 	uint64_t *edge_ns;	/* per wait: before iteration i, and after the last */
 };
 
@@ -40,6 +44,8 @@ static uint64_t busy_for(const char *profile, uint32_t *seed)
 
 	if (!strcmp(profile, "fixed3"))
 		return 3000000;
+	if (!strcmp(profile, "short"))
+		return 100000 + rng_next(seed) % 300000;
 	if (r < 800)
 		return 100000 + rng_next(seed) % 400000;	/* 0.1-0.5 ms */
 	if (r < 950)
@@ -83,6 +89,7 @@ static void *loop__run(void *arg)
 		spin_ns(want);
 		sched_truth__read(sfd, &before);
 		lt->busy_ns[i] = now_ns() - t0;
+		lt->runq_ns[i] = before.runq_ns - after.runq_ns;
 	}
 	/* a last wait closes the last iteration for a tracer */
 	epoll_wait(ep, out, 4, 0);
@@ -107,6 +114,19 @@ static void *spinner__run(void *arg)
 	return NULL;
 }
 
+static void *waker__run(void *arg)
+{
+	(void)arg;
+	pthread_setname_np(pthread_self(), "waker");
+	while (!spinner_stop) {
+		struct timespec ts = { .tv_nsec = 200000 };
+
+		spin_ns(20000);
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
 static void truth__write(const char *path, struct loop_thread *lts, int n)
 {
 	FILE *f = fopen(path, "w");
@@ -121,6 +141,9 @@ static void truth__write(const char *path, struct loop_thread *lts, int n)
 			lts[t].tid, lts[t].profile);
 		for (int i = 0; i < lts[t].iterations; i++)
 			fprintf(f, "%s%llu", i ? "," : "", (unsigned long long)lts[t].busy_ns[i]);
+		fprintf(f, "],\"runq_ns\":[");
+		for (int i = 0; i < lts[t].iterations; i++)
+			fprintf(f, "%s%llu", i ? "," : "", (unsigned long long)lts[t].runq_ns[i]);
 		fprintf(f, "],\"edge_ns\":[");
 		for (int i = 0; i <= lts[t].iterations; i++)
 			fprintf(f, "%s%llu", i ? "," : "", (unsigned long long)lts[t].edge_ns[i]);
@@ -133,18 +156,20 @@ static void truth__write(const char *path, struct loop_thread *lts, int n)
 int main(int argc, char **argv)
 {
 	struct loop_thread lts[8];
-	pthread_t spinner;
-	bool with_spinner = false, go = false;
+	pthread_t spinner, waker;
+	bool with_spinner = false, with_waker = false, go = false;
 	char *profiles, *p;
 	int n = 0, iterations;
 
 	if (argc < 4) {
-		fprintf(stderr, "usage: loopwork OUT PROFILES ITERATIONS [--spinner] [--go]\n");
+		fprintf(stderr, "usage: loopwork OUT PROFILES ITERATIONS [--spinner] [--waker] "
+			"[--go]\n");
 		return 2;
 	}
 	iterations = atoi(argv[3]);
 	for (int i = 4; i < argc; i++) {
 		with_spinner |= !strcmp(argv[i], "--spinner");
+		with_waker |= !strcmp(argv[i], "--waker");
 		go |= !strcmp(argv[i], "--go");
 	}
 	printf("%d\n", getpid());
@@ -160,18 +185,22 @@ int main(int argc, char **argv)
 		lts[n] = (struct loop_thread){ .profile = p, .seed = 2463534242u + (uint32_t)n,
 					       .iterations = iterations };
 		lts[n].busy_ns = calloc((size_t)iterations, sizeof(uint64_t));
+		lts[n].runq_ns = calloc((size_t)iterations, sizeof(uint64_t));
 		lts[n].edge_ns = calloc((size_t)iterations + 1, sizeof(uint64_t));
 	}
 	if (with_spinner)
 		pthread_create(&spinner, NULL, spinner__run, NULL);
+	if (with_waker)
+		pthread_create(&waker, NULL, waker__run, NULL);
 	for (int t = 0; t < n; t++)
 		pthread_create(&lts[t].thread, NULL, loop__run, &lts[t]);
 	for (int t = 0; t < n; t++)
 		pthread_join(lts[t].thread, NULL);
-	if (with_spinner) {
-		spinner_stop = true;
+	spinner_stop = true;
+	if (with_spinner)
 		pthread_join(spinner, NULL);
-	}
+	if (with_waker)
+		pthread_join(waker, NULL);
 	truth__write(argv[1], lts, n);
 	return 0;
 }

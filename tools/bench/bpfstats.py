@@ -113,9 +113,9 @@ def per_run(d, name):
 
 # what each tracer's programs are called (tools/bench/floor.bpf.c, bpf/*.bpf.c)
 FLOOR = {"enter": "enter_epoll_wait", "exit": "exit_epoll_wait", "switch": "floor_sched_switch",
-         "wakeup": "floor_sched_wakeup", "resume": "floor_rseq_update", "sample": "floor_sample"}
+         "wakeup": "floor_sched_wakeup", "sample": "floor_sample"}
 LOOPWATCH = {"enter": "wait_enter", "exit": "wait_exit", "switch": "loop_sched_switch",
-             "wakeup": "loop_sched_wakeup", "resume": "loop_rseq_update", "sample": "loop_sample"}
+             "wakeup": "loop_sched_wakeup", "sample": "loop_sample"}
 
 
 def per_iteration(d, names):
@@ -124,15 +124,10 @@ def per_iteration(d, names):
 
 
 def per_switch(d, names):
-    """ns of a context switch and its share of the wake-ups and of the returns to user
-    mode (rseq_update) that came with it."""
+    """ns of a context switch and its share of the wake-ups that came with it."""
     switches, _ = d[short(names["switch"])]
-    ns = per_run(d, names["switch"])
-    for other in ("wakeup", "resume"):
-        runs, _ = d.get(short(names[other]), (0, 0))
-        if runs:
-            ns += runs / max(switches, 1) * per_run(d, names[other])
-    return ns
+    wakeups, _ = d.get(short(names["wakeup"]), (0, 0))
+    return per_run(d, names["switch"]) + wakeups / max(switches, 1) * per_run(d, names["wakeup"])
 
 
 def per_sample_hit(busy, idle, names):

@@ -57,12 +57,6 @@ int floor_sched_wakeup(void *ctx)
 	return 0;
 }
 
-SEC("tp_btf/rseq_update")
-int floor_rseq_update(void *ctx)
-{
-	return 0;
-}
-
 /* attached by floor.c to a cpu-clock event per CPU, not by the skeleton */
 SEC("perf_event")
 int floor_sample(void *ctx)

@@ -974,6 +974,17 @@ static void family__self(FILE *out, const struct prom_registry *sp, const struct
 		       "then if that went unseen too.");
 	fprintf(out, "loopwatch_switch_ins_missed_total %llu\n",
 		(unsigned long long)m->switch_ins_missed);
+	family__header(out, "loopwatch_preemptions_total", "counter",
+		       "Loop threads preempted inside a busy period.");
+	fprintf(out, "loopwatch_preemptions_total %llu\n",
+		(unsigned long long)m->kcounters[LW_CTR_PREEMPTIONS]);
+	family__header(out, "loopwatch_stack_walks_total", "counter",
+		       "User stacks walked: CPU samples of loop threads past the sampling gate "
+		       "(1/16 of the slow threshold of the iteration's own time) or owed by a "
+		       "long wait for a CPU, sleeps inside busy periods, probed calls over "
+		       "--probe-threshold. A preemption walks none.");
+	fprintf(out, "loopwatch_stack_walks_total %llu\n",
+		(unsigned long long)m->kcounters[LW_CTR_STACK_WALKS]);
 	family__header(out, "loopwatch_loop_map_full_total", "counter",
 		       "Loop threads not tracked: 4096 loop records were alive, or the kernel "
 		       "could not allocate one.");
