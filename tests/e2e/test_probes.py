@@ -241,6 +241,38 @@ def test_filters_cover_every_probe_output(ctx):
         shutil.rmtree(db, ignore_errors=True)
 
 
+def test_probes_go_into_loop_processes_alone(ctx):
+    """A file's probes go into the processes with a loop thread alone: a batch job calling
+    json.dumps in the same Debian python3, under the same name as a probed loop process
+    (so --comm selects both), gets no breakpoint -- it pays no uprobe trap -- and shows in
+    no output, while every call of the loop process is counted."""
+    name = "lwP%d" % os.getpid()
+    d, python = named_python(name)
+    batch = Workload([python, os.path.join(APPS, "batch_json.py"), tmpfile(), "0",
+                      "--forever"])
+    out = tmpfile()
+    w = Workload([python, os.path.join(APPS, "probe_json.py"), out, str(CALLS)])
+    lw = Loopwatch(ctx, "--comm", name, "-d", 60)
+    try:
+        batch.go()
+        lw.start()
+        wait_for_uprobes(lw.proc.pid)
+        w.go()
+        w.wait()
+        time.sleep(0.6)
+        lines = lw.stop(signal.SIGINT)
+    finally:
+        w.kill()
+        batch.kill()
+        lw.kill()
+        shutil.rmtree(d, ignore_errors=True)
+    load_truth(out)
+    assert summary(lines, w.pid, "json.dumps")["calls"] == CALLS
+    probed = [l for l in lines if l.get("type", "").startswith("probe") and
+              l.get("pid") == batch.pid]
+    assert not probed, probed[:3]
+
+
 def test_non_loop_process_given_with_p(ctx):
     """A batch job with no event loop, named with -p: probed all the same, every
     json.dumps counted, each slow call with its stack (to _start); no loop rows."""

@@ -422,14 +422,14 @@ int collector__consume(struct collector *c)
 	return ret < 0 ? ret : 0;
 }
 
-struct bpf_link *collector__attach_probe(struct collector *c, const char *path, uint64_t off,
-					 __u32 cookie, bool retprobe)
+struct bpf_link *collector__attach_probe(struct collector *c, int pid, const char *path,
+					 uint64_t off, __u32 cookie, bool retprobe)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie, .retprobe = retprobe);
 	struct bpf_program *prog = retprobe ? c->skel->progs.probe_return
 					    : c->skel->progs.probe_entry;
 
-	return bpf_program__attach_uprobe_opts(prog, -1, path, off, &opts);
+	return bpf_program__attach_uprobe_opts(prog, pid, path, off, &opts);
 }
 
 int collector__read_stack(struct collector *c, __s32 id, uint64_t *ips, int max)

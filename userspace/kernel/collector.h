@@ -55,10 +55,11 @@ int collector__fd(const struct collector *c);
 int collector__consume(struct collector *c);
 /*
  * A uprobe (or uretprobe) on the function at file offset off of path, in
- * every process; cookie is the probe id. NULL with errno set on failure.
+ * process pid alone (-1: in every process); cookie is the probe id. NULL
+ * with errno set on failure.
  */
-struct bpf_link *collector__attach_probe(struct collector *c, const char *path, uint64_t off,
-					 __u32 cookie, bool retprobe);
+struct bpf_link *collector__attach_probe(struct collector *c, int pid, const char *path,
+					 uint64_t off, __u32 cookie, bool retprobe);
 /* Kernel stack ips by id from the kernel's stack map; returns the depth, 0 if gone. */
 int collector__read_stack(struct collector *c, __s32 id, uint64_t *ips, int max);
 /* An unwound user stack by id from "user_stacks"; false if gone (or id 0). */

@@ -18,13 +18,30 @@
 #define PY_TP_CALL 50		/* CPython's Py_tp_call slot id (Include/typeslots.h) */
 /* rescans a file may go unseen before its probes are released */
 #define PROBE_GRACE_SCANS 2
+/*
+ * Uprobe links (an fd each, an entry and a return per function and process)
+ * at most: past it a process goes unprobed, said once on stderr.
+ */
+#define PROBE_MAX_LINKS 2048
 
-/* One function probed in one file: a catalog entry (or a custom probe) found there. */
+/* A function found in a file to probe: a catalog entry, or a custom probe. */
 struct probe_site {
 	int entry;		/* catalog index; -1 for a custom probe */
 	__u32 id;
-	struct bpf_link *entry_link;
-	struct bpf_link *ret_link;
+	uint64_t off;		/* file offset */
+};
+
+/*
+ * A file's probes attached for one process (pid 0: custom probes, in every
+ * process): the kernel plants the breakpoints in that process's memory
+ * alone, so another process that maps the same file -- a Python batch job
+ * beside a traced server, an unfiltered node beside `-p` -- pays nothing.
+ */
+struct probe_proc {
+	__u32 pid;
+	uint64_t start_time;
+	unsigned int seen_gen;
+	struct bpf_link **links;	/* per site: entry, return */
 };
 
 /* A file looked at once per inode, with what was found in it to probe. */
@@ -35,6 +52,8 @@ struct probe_file {
 	unsigned int seen_gen;
 	struct probe_site *sites;
 	size_t nsites;
+	struct probe_proc *procs;
+	size_t nprocs;
 };
 
 struct probes {
@@ -46,6 +65,8 @@ struct probes {
 	size_t nfiles;
 	size_t cap;
 	unsigned int gen;
+	size_t nlinks;
+	bool full_said;
 };
 
 /* Probes that share a label share an id: "jansson load" covers five functions. */
@@ -91,46 +112,88 @@ static struct probe_file *probes__add_file(struct probes *p, unsigned long long 
 	return f;
 }
 
-static void probe_site__detach(struct probe_site *s)
+static int probe_file__add_site(struct probe_file *f, int entry, __u32 id, uint64_t off)
 {
-	bpf_link__destroy(s->entry_link);
-	bpf_link__destroy(s->ret_link);
-	s->entry_link = s->ret_link = NULL;
-}
-
-/* A uprobe pair on the function at file offset off of path; 0 or -errno. */
-static int probe_file__attach(struct probes *p, struct probe_file *f, int entry, __u32 id,
-			      const char *path, uint64_t off)
-{
-	struct probe_site *v = realloc(f->sites, (f->nsites + 1) * sizeof(*v)), *s;
-	int err;
+	struct probe_site *v = realloc(f->sites, (f->nsites + 1) * sizeof(*v));
 
 	if (!v)
 		return -ENOMEM;
 	f->sites = v;
-	s = &v[f->nsites];
-	memset(s, 0, sizeof(*s));
-	s->entry = entry;
-	s->id = id;
-	s->entry_link = collector__attach_probe(p->c, path, off, id, false);
-	if (!s->entry_link)
-		return -errno;
-	s->ret_link = collector__attach_probe(p->c, path, off, id, true);
-	if (!s->ret_link) {
-		err = -errno;
-		probe_site__detach(s);
-		return err;
-	}
-	f->nsites++;
+	v[f->nsites++] = (struct probe_site){ .entry = entry, .id = id, .off = off };
 	return 0;
 }
 
-static void probe_file__release(struct probe_file *f)
+static void probe_proc__detach(struct probes *p, struct probe_file *f, struct probe_proc *pp)
 {
-	for (size_t i = 0; i < f->nsites; i++)
-		probe_site__detach(&f->sites[i]);
+	for (size_t i = 0; pp->links && i < 2 * f->nsites; i++) {
+		if (pp->links[i])
+			p->nlinks--;
+		bpf_link__destroy(pp->links[i]);
+	}
+	free(pp->links);
+	pp->links = NULL;
+}
+
+/*
+ * Every site of f in process pid (0: every process), through path (the
+ * file as that process sees it); 0, or -errno when none could be attached.
+ */
+static int probe_file__attach(struct probes *p, struct probe_file *f, __u32 pid,
+			      uint64_t start_time, const char *path)
+{
+	struct probe_proc *v, *pp;
+	size_t attached = 0;
+	int err = -ENOENT;
+
+	if (p->nlinks + 2 * f->nsites > PROBE_MAX_LINKS) {
+		if (!p->full_said)
+			fprintf(stderr, "loopwatch: %d uprobes attached, the most there may be: "
+				"processes set up from now on are not probed\n", PROBE_MAX_LINKS);
+		p->full_said = true;
+		return -ENOSPC;
+	}
+	v = realloc(f->procs, (f->nprocs + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	f->procs = v;
+	pp = &v[f->nprocs];
+	memset(pp, 0, sizeof(*pp));
+	pp->pid = pid;
+	pp->start_time = start_time;
+	pp->seen_gen = p->gen;
+	pp->links = calloc(2 * f->nsites, sizeof(*pp->links));
+	if (!pp->links)
+		return -ENOMEM;
+	for (size_t i = 0; i < f->nsites; i++) {
+		struct bpf_link *entry, *ret;
+
+		entry = collector__attach_probe(p->c, pid ? (int)pid : -1, path, f->sites[i].off,
+						f->sites[i].id, false);
+		ret = entry ? collector__attach_probe(p->c, pid ? (int)pid : -1, path,
+						      f->sites[i].off, f->sites[i].id, true) : NULL;
+		if (!ret) {
+			err = -errno;
+			bpf_link__destroy(entry);
+			continue;
+		}
+		pp->links[2 * i] = entry;
+		pp->links[2 * i + 1] = ret;
+		p->nlinks += 2;
+		attached++;
+	}
+	f->nprocs++;
+	return attached ? 0 : err;
+}
+
+static void probe_file__release(struct probes *p, struct probe_file *f)
+{
+	for (size_t i = 0; i < f->nprocs; i++)
+		probe_proc__detach(p, f, &f->procs[i]);
+	free(f->procs);
 	free(f->sites);
+	f->procs = NULL;
 	f->sites = NULL;
+	f->nprocs = 0;
 	f->nsites = 0;
 }
 
@@ -190,22 +253,42 @@ static void probe_file__resolve(struct probes *p, struct probe_file *f, const ch
 		if (!found[i] && !fnmatch(catalog[i].file_glob, base, 0))
 			found[i] = !entry__locate(&catalog[i], path, &offs[i], &how);
 		if (found[i])
-			probe_file__attach(p, f, (int)i, probes__id(p, catalog[i].label), path,
-					   offs[i]);
+			probe_file__add_site(f, (int)i, probes__id(p, catalog[i].label), offs[i]);
 	}
 }
 
-/* One mapped file of a process: looked at once per inode, then only marked as seen. */
+static struct probe_proc *probe_file__proc(struct probe_file *f, __u32 pid, uint64_t start_time)
+{
+	for (size_t i = 0; i < f->nprocs; i++) {
+		if (f->procs[i].pid == pid && f->procs[i].start_time == start_time)
+			return &f->procs[i];
+	}
+	return NULL;
+}
+
+/*
+ * One mapped file of a process: its functions found once per inode, its
+ * probes attached once per process that maps it, then only marked as seen.
+ */
 static void probes__consider(struct probes *p, struct proc *proc, const struct proc_mapping *m)
 {
 	struct probe_file *f = probes__find(p, m->dev, m->inode);
+	__u32 pid = (__u32)proc__pid(proc);
+	uint64_t start_time = proc__start_time(proc);
+	struct probe_proc *pp;
 	char target[64];
 	struct stat st;
 	int fd;
 
 	if (f) {
 		f->seen_gen = p->gen;
-		return;
+		if (!f->nsites)
+			return;
+		pp = probe_file__proc(f, pid, start_time);
+		if (pp) {
+			pp->seen_gen = p->gen;
+			return;
+		}
 	}
 	/*
 	 * The file as the target sees it, opened inside its root and checked
@@ -215,11 +298,14 @@ static void probes__consider(struct probes *p, struct proc *proc, const struct p
 	fd = proc__open_mapping(proc, m, &st);
 	if (fd < 0)
 		return;
-	f = probes__add_file(p, m->dev, m->inode);
-	if (f) {
-		snprintf(target, sizeof(target), "/proc/self/fd/%d", fd);
-		probe_file__resolve(p, f, target, proc_mapping__basename(m));
+	snprintf(target, sizeof(target), "/proc/self/fd/%d", fd);
+	if (!f) {
+		f = probes__add_file(p, m->dev, m->inode);
+		if (f)
+			probe_file__resolve(p, f, target, proc_mapping__basename(m));
 	}
+	if (f && f->nsites)
+		probe_file__attach(p, f, pid, start_time, target);
 	close(fd);
 }
 
@@ -248,13 +334,22 @@ void probes__end_scan(struct probes *p)
 {
 	if (!p || !p->builtin)
 		return;
-	/* no traced process maps it any more: release its probes */
 	for (size_t i = 0; i < p->nfiles; i++) {
 		struct probe_file *f = &p->files[i];
 
-		if (f->custom || p->gen - f->seen_gen < PROBE_GRACE_SCANS)
+		if (f->custom)
 			continue;
-		probe_file__release(f);
+		/* a process gone, or no longer mapping it: its probes go */
+		for (size_t k = 0; k < f->nprocs; k++) {
+			if (p->gen - f->procs[k].seen_gen < PROBE_GRACE_SCANS)
+				continue;
+			probe_proc__detach(p, f, &f->procs[k]);
+			f->procs[k--] = f->procs[--f->nprocs];
+		}
+		/* no traced process maps it any more: what was found in it goes too */
+		if (p->gen - f->seen_gen < PROBE_GRACE_SCANS)
+			continue;
+		probe_file__release(p, f);
 		p->files[i--] = p->files[--p->nfiles];
 	}
 }
@@ -322,7 +417,9 @@ static int probes__add_custom(struct probes *p, const char *spec, char *err, siz
 	if (!f)
 		return -ENOMEM;
 	f->custom = true;
-	ret = probe_file__attach(p, f, -1, probes__id(p, label), file, off);
+	ret = probe_file__add_site(f, -1, probes__id(p, label), off);
+	if (!ret)
+		ret = probe_file__attach(p, f, 0, 0, file);
 	if (ret)
 		snprintf(err, errlen, "--probe '%s': cannot attach: %s", spec, strerror(-ret));
 	return ret;
@@ -353,7 +450,7 @@ void probes__free(struct probes *p)
 	if (!p)
 		return;
 	for (size_t i = 0; i < p->nfiles; i++)
-		probe_file__release(&p->files[i]);
+		probe_file__release(p, &p->files[i]);
 	free(p->files);
 	free(p);
 }
@@ -363,7 +460,7 @@ int probes__attached(const struct probes *p)
 	int n = 0;
 
 	for (size_t i = 0; p && i < p->nfiles; i++)
-		n += (int)p->files[i].nsites;
+		n += (int)(p->files[i].nsites * p->files[i].nprocs);
 	return n;
 }
 
@@ -477,8 +574,9 @@ void probes__list(FILE *out)
 
 	for (size_t i = 0; i < n; i++)
 		listing__glob(&l, &catalog[i]);
-	fprintf(out, "Built-in probes (attached to every traced process that maps the file; an "
-		"entry also attaches in any mapped file that defines its function):\n");
+	fprintf(out, "Built-in probes (attached in each traced process that maps the file, in "
+		"that process alone; an entry also attaches in any mapped file that defines its "
+		"function):\n");
 	for (size_t i = 0; i < n; i++)
 		entry__list(out, &l, i);
 	free(l.v);

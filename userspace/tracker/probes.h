@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * The probe manager: finds catalogued files in the processes that run event
- * loops, attaches each file's probes once (system-wide, by inode), releases
- * them when no process maps the file any more, and adds custom probes.
+ * loops (what each file holds is found once per inode), attaches their
+ * probes in each such process alone, releases them when the process is gone
+ * or no process maps the file any more, and adds custom probes (in every
+ * process that maps their file).
  */
 #ifndef LOOPWATCH_TRACKER_PROBES_H
 #define LOOPWATCH_TRACKER_PROBES_H
