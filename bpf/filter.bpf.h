@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Which processes loopwatch watches: -p and --comm, and never itself. The
+ * Which processes loopwatch watches: those -p or --comm name (either; none of
+ * both: every process), and never itself. The
  * options are defined in loop.bpf.c (read-only data set before load);
  * every program whose output follows the filter (loops, probes) asks here.
  * The including file brings vmlinux.h and maps.bpf.h first.
@@ -13,7 +14,8 @@
 extern const volatile __u32 self_pid;
 extern const volatile bool filter_pid;
 extern const volatile bool filter_comm;
-extern const volatile char comm_filter[LW_COMM_LEN];
+extern const volatile __u32 ncomms;
+extern const volatile char comm_filter[LW_MAX_COMMS][LW_COMM_LEN];
 
 static __always_inline bool comm__equal(const char *a, const volatile char *b)
 {
@@ -32,14 +34,20 @@ static __always_inline bool process__wanted(struct task_struct *task, __u32 pid)
 
 	if (pid == self_pid)
 		return false;
-	if (filter_pid && !bpf_map_lookup_elem(&pid_filter, &pid))
+	if (!filter_pid && !filter_comm)
+		return true;
+	if (filter_pid && bpf_map_lookup_elem(&pid_filter, &pid))
+		return true;
+	if (!filter_comm)
 		return false;
-	if (filter_comm) {
-		BPF_CORE_READ_STR_INTO(&comm, task, group_leader, comm);
-		if (!comm__equal(comm, comm_filter))
-			return false;
+	BPF_CORE_READ_STR_INTO(&comm, task, group_leader, comm);
+	for (__u32 i = 0; i < LW_MAX_COMMS; i++) {
+		if (i >= ncomms)
+			break;
+		if (comm__equal(comm, comm_filter[i]))
+			return true;
 	}
-	return true;
+	return false;
 }
 
 #endif /* LOOPWATCH_FILTER_BPF_H */

@@ -29,7 +29,8 @@
 const volatile __u32 self_pid = 0;	/* loopwatch's own loop is not watched */
 const volatile bool filter_pid = false;
 const volatile bool filter_comm = false;
-const volatile char comm_filter[LW_COMM_LEN] = {};
+const volatile __u32 ncomms = 0;
+const volatile char comm_filter[LW_MAX_COMMS][LW_COMM_LEN] = {};
 /* off: every wait call ends an iteration (--no-nested-waits) */
 const volatile bool nested_waits = true;
 

@@ -72,20 +72,30 @@ static void fail(const char *what)
 	exit(2);
 }
 
-static void preflight(const struct options *opts)
+static void preflight(struct options *opts)
 {
 	char err[256];
+	int n = 0;
 
 	if (system__check_privileges(err, sizeof(err)))
 		fail(err);
 	if (system__check_btf(err, sizeof(err)))
 		fail(err);
+	/* a thread id (from top -H, a stack dump) names its process, once */
 	for (int i = 0; i < opts->npids; i++) {
-		if (!procs__exists(opts->pids[i])) {
+		int pid = procs__tgid(opts->pids[i]);
+		bool dup = false;
+
+		if (!pid) {
 			snprintf(err, sizeof(err), "no such process: %d", opts->pids[i]);
 			fail(err);
 		}
+		for (int k = 0; k < n; k++)
+			dup |= opts->pids[k] == pid;
+		if (!dup)
+			opts->pids[n++] = pid;
 	}
+	opts->npids = n;
 }
 
 static bool pids__all_gone(const struct options *opts)
@@ -203,7 +213,8 @@ static void collector_opts__from_options(struct collector_opts *copts, struct ru
 	memset(copts, 0, sizeof(*copts));
 	copts->pids = opts->pids;
 	copts->npids = opts->npids;
-	copts->comm = opts->has_comm ? opts->comm : NULL;
+	copts->comms = opts->comms;
+	copts->ncomms = opts->ncomms;
 	copts->verbose = opts->verbose;
 	copts->stall_threshold_ns = (__u64)(opts->threshold_ms * 1e6);
 	/* an --alert-ms under --threshold still needs those iterations sent up */

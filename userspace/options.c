@@ -17,12 +17,13 @@ static const char doc[] =
 "is a loop thread; the time between two waits is one iteration: the lag any event\n"
 "arriving then suffers. Needs root (CAP_BPF, CAP_PERFMON).\n"
 "\n"
-"USAGE: loopwatch [OPTIONS]\n"
+"USAGE: loopwatch [OPTIONS] [PID...]\n"
 "\n"
 "EXAMPLES:\n"
 "    loopwatch                   # every loop thread on the machine, live\n"
 "    loopwatch -p 1234 -d 10     # one process for 10 s, then a summary\n"
 "    loopwatch --comm node -i 5  # processes named node, a row every 5 s\n"
+"    loopwatch -p $(pidof node) --comm python3  # these node processes and every python3\n"
 "    loopwatch --json -d 30      # JSON lines: one per loop thread per interval\n"
 "    loopwatch --quiet --prom-file /var/lib/prometheus/node-exporter/loopwatch.prom\n"
 "                                # a daemon feeding node_exporter's textfile collector\n"
@@ -105,8 +106,10 @@ static const struct option long_options[] = {
 
 static const char options_help[] =
 "OPTIONS:\n"
-"  -p, --pid PID           only this process (repeatable)\n"
-"      --comm NAME         only processes with this name (as in /proc/PID/comm)\n"
+"  -p, --pid PID[,PID...]  only these processes (repeatable; a thread id names its\n"
+"                          process; PIDs after the options count too)\n"
+"      --comm NAME[,NAME]  only processes with these names (as in /proc/PID/comm;\n"
+"                          repeatable). With -p: the processes either names\n"
 "  -i, --interval SECONDS  report every SECONDS (default 1)\n"
 "  -d, --duration SECONDS  stop after SECONDS and print the summary\n"
 "      --json              JSON lines instead of a table\n"
@@ -348,6 +351,9 @@ static const char *listen__check(const char *arg)
 	return arg;
 }
 
+/* the limits the messages below name */
+_Static_assert(OPT_MAX_PIDS == 64 && LW_MAX_COMMS == 16, "usage__fail messages");
+
 static int pid__parse(const char *arg)
 {
 	char *end;
@@ -360,20 +366,58 @@ static int pid__parse(const char *arg)
 	return (int)v;
 }
 
+/* -p 1,2 and -p "$(pidof node)": commas or blanks between pids */
+static void pids__add(struct options *opts, const char *arg)
+{
+	char buf[4096], *save = NULL, *tok;
+	int n = 0;
+
+	if (strlen(arg) >= sizeof(buf))
+		usage__fail("invalid pid list '%.40s...': too long", arg);
+	strcpy(buf, arg);
+	for (tok = strtok_r(buf, ", \t\n", &save); tok; tok = strtok_r(NULL, ", \t\n", &save)) {
+		int pid = pid__parse(tok);
+		bool dup = false;
+
+		n++;
+		for (int i = 0; i < opts->npids; i++)
+			dup |= opts->pids[i] == pid;
+		if (dup)
+			continue;
+		if (opts->npids >= OPT_MAX_PIDS)
+			usage__fail("too many pids (at most 64): '%s'", tok);
+		opts->pids[opts->npids++] = pid;
+	}
+	if (!n)
+		usage__fail("invalid pid '%s'", arg);
+}
+
+static void comms__add(struct options *opts, const char *arg)
+{
+	const char *p = arg;
+
+	do {
+		size_t len = strcspn(p, ",");
+
+		if (!len || len >= LW_COMM_LEN)
+			usage__fail("invalid --comm '%s': names of 1 to 15 characters, as in "
+				    "/proc/PID/comm, separated by commas", arg);
+		if (opts->ncomms >= LW_MAX_COMMS)
+			usage__fail("too many --comm names (at most 16): '%s'", arg);
+		memcpy(opts->comms[opts->ncomms], p, len);
+		opts->comms[opts->ncomms++][len] = '\0';
+		p += len;
+	} while (*p++ == ',');
+}
+
 static void option__apply(struct options *opts, int key, char *arg)
 {
 	switch (key) {
 	case 'p':
-		if (opts->npids >= OPT_MAX_PIDS)
-			usage__fail("too many -p (at most 64): '%s'", arg);
-		opts->pids[opts->npids++] = pid__parse(arg);
+		pids__add(opts, arg);
 		break;
 	case OPT_COMM:
-		if (!*arg || strlen(arg) >= LW_COMM_LEN)
-			usage__fail("invalid --comm '%s': 1 to 15 characters, as in /proc/PID/comm",
-				    arg);
-		strcpy(opts->comm, arg);
-		opts->has_comm = true;
+		comms__add(opts, arg);
 		break;
 	case 'i':
 		opts->interval_s = seconds__parse(arg, "interval", 0.01, 3600);
@@ -522,8 +566,12 @@ void options__parse(struct options *opts, int argc, char **argv)
 			usage__fail("option '%s' needs a value", argv[optind - 1]);
 		option__apply(opts, key, optarg);
 	}
-	if (optind < argc)
-		usage__fail("unexpected argument '%s'", argv[optind]);
+	/* loopwatch -p $(pidof node): the second pid and on come after the options */
+	for (; optind < argc; optind++) {
+		if (strspn(argv[optind], "0123456789") != strlen(argv[optind]))
+			usage__fail("unexpected argument '%s'", argv[optind]);
+		pids__add(opts, argv[optind]);
+	}
 	if (opts->prom_per_pid && !opts->prom_file && !opts->listen)
 		usage__fail("%s needs --prom-file or --listen", "--prom-per-pid");
 	if (opts->folded_merge && !opts->folded)

@@ -10,10 +10,11 @@
 #define OPT_MAX_PROBES 32
 
 struct options {
+	/* -p and --comm: a process either names is traced (none: every process) */
 	int pids[OPT_MAX_PIDS];
 	int npids;
-	char comm[LW_COMM_LEN];
-	bool has_comm;
+	char comms[LW_MAX_COMMS][LW_COMM_LEN];
+	int ncomms;
 	double interval_s;
 	double duration_s;	/* 0: until interrupted */
 	bool json;

@@ -1,8 +1,10 @@
 """Loop lag from the wait calls, against workloads that record their own ground truth."""
 import json
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 
 from lwtest import (Loopwatch, Workload, in_range, iteration_bounds, load_truth, nearest_rank,
@@ -115,7 +117,10 @@ def run_cli(ctx, *args):
 def test_bad_input_is_one_line_and_status_2(ctx):
     cases = [["--bogus"], ["-i", "abc"], ["-i", "0"], ["-d", "-1"], ["-p", "x"],
              ["-p", "0"], ["--comm", "a" * 40], ["extra"], ["-p"], ["--ring-buffer", "3"],
-             ["--ring-buffer", "512"]]
+             ["--ring-buffer", "512"], ["-p", ","], ["-p", ""], ["--comm", "a,"],
+             ["--comm", ""], ["--comm", ",node"], ["-d", "1", "12x"],
+             ["-p", ",".join(str(i) for i in range(1, 66))],
+             ["--comm", ",".join("n%d" % i for i in range(17))]]
     for args in cases:
         r = run_cli(ctx, *args)
         assert r.returncode == 2, "%s: status %d" % (args, r.returncode)
@@ -131,6 +136,45 @@ def test_bad_input_is_one_line_and_status_2(ctx):
     assert r.returncode == 0 and r.stdout.startswith("loopwatch "), r
     r = run_cli(ctx, "--help")
     assert r.returncode == 0 and "EXAMPLES" in r.stdout and "--duration" in r.stdout
+
+
+def test_pid_and_comm_filters_combine(ctx):
+    """-p and --comm name processes together: comma and blank lists, repeated flags, pids
+    after the options (loopwatch -p $(pidof x)), a thread id for its process, and a
+    process either flag names (a union, not an intersection)."""
+    name = "lwF%d" % os.getpid()
+    link_dir = tempfile.mkdtemp(prefix="loopwatch-comm-")
+    named = os.path.join(link_dir, name)
+    os.symlink(ctx.workload("loopwork"), named)
+    outs = [tmpfile() for _ in range(3)]
+    a, b, c = (Workload([argv0, out, "fixed3", "100000"], go=False)
+               for argv0, out in zip((ctx.workload("loopwork"), named, ctx.workload("loopwork")),
+                                     outs))
+    try:
+        # loopwork's loop runs in a thread of its own: its id is no process id
+        tid = next(int(t) for t in os.listdir("/proc/%d/task" % a.pid) if int(t) != a.pid)
+        cases = [
+            (["-p", "%d,%d" % (a.pid, c.pid)], {a.pid, c.pid}),
+            (["-p", "%d %d" % (a.pid, c.pid)], {a.pid, c.pid}),
+            (["-p", str(a.pid), str(c.pid)], {a.pid, c.pid}),
+            (["-p", str(tid)], {a.pid}),
+            (["-p", str(a.pid), "--comm", name], {a.pid, b.pid}),
+            (["--comm", "nosuchname", "--comm", name], {b.pid}),
+        ]
+        for args, want in cases:
+            lw = Loopwatch(ctx, "-d", 2, "-i", 0.5, *args).start()
+            lines = lw.stop()
+            got = {l["pid"] for l in of_type(lines, "interval")} & {a.pid, b.pid, c.pid}
+            assert got == want, (args, got, want)
+            others = {l["pid"] for l in of_type(lines, "interval")} - want
+            assert not others, (args, others)
+    finally:
+        for w in (a, b, c):
+            w.kill()
+        for out in outs:
+            if os.path.exists(out):
+                os.unlink(out)
+        shutil.rmtree(link_dir, ignore_errors=True)
 
 
 def test_missing_privileges_named(ctx):

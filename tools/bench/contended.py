@@ -201,6 +201,55 @@ def run_service(service, args, out):
     return res
 
 
+BYSTANDER = r"""
+import json, sys, time
+doc = {"id": 1, "name": "x", "tags": ["a", "b"]}
+n, t0 = 0, time.perf_counter()
+while time.perf_counter() - t0 < float(sys.argv[1]):
+    for _ in range(1000):
+        json.dumps(doc)
+    n += 1000
+print(n / (time.perf_counter() - t0))
+"""
+
+
+def bystander(args, out):
+    """What a process loopwatch does not watch pays: a batch job (no event loop) calling
+    json.dumps on a small dict in Debian's python3, beside a loop process of the same
+    python3 whose _json module loopwatch probes; calls per second untraced and under
+    loopwatch system-wide, interleaved rounds."""
+    server = subprocess.Popen([PYTHON, os.path.join(HERE, "aioping.py")],
+                              stdout=subprocess.PIPE, text=True)
+    server.stdout.readline()
+    ratios, rates = [], {"none": [], "loopwatch": []}
+    try:
+        for r in range(args.rounds):
+            print("bystander round %d/%d" % (r + 1, args.rounds), file=sys.stderr)
+            got = {}
+            for config in (["none", "loopwatch"] if r % 2 == 0 else ["loopwatch", "none"]):
+                t = tracer(config, args)
+                try:
+                    if t:
+                        time.sleep(1.0)     # the aiohttp process set up, its probes attached
+                    got[config] = float(subprocess.run(
+                        [PYTHON, "-c", BYSTANDER, str(args.seconds)], stdout=subprocess.PIPE,
+                        text=True, check=True).stdout)
+                finally:
+                    if t:
+                        t.stop()
+                rates[config].append(got[config])
+            ratios.append(got["loopwatch"] / got["none"])
+    finally:
+        server.kill()
+        server.wait()
+    out.append("A bystander: json.dumps of a small dict in a batch python3 (no event loop) "
+               "beside a probed aiohttp loop, %d rounds:" % args.rounds)
+    out.append("  untraced %.0f calls/s, under loopwatch %.0f: ratio %.3f (%s)" % (
+        median(rates["none"]), median(rates["loopwatch"]), median(ratios),
+        spread(ratios, "%.3f")))
+    return median(ratios)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--loopwatch", required=True)
@@ -208,6 +257,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=int(os.environ.get("BENCH_ROUNDS", "5")))
     ap.add_argument("--seconds", type=float, default=4.0)
     ap.add_argument("--services", default="aiohttp,memcached,node")
+    ap.add_argument("--no-bystander", action="store_true")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("contended.py: needs root (bpf_stats, tracing)")
@@ -215,6 +265,9 @@ def main():
     out, results = [], {}
     for s in services(args.services.split(",")):
         results[s.name] = run_service(s, args, out)
+        out.append("")
+    if not args.no_bystander:
+        bystander(args, out)
         out.append("")
     out.append("Targets (issue 20): BPF <= %d ns a request; throughput >= %.2f of untraced, or "
                "within 0.01 of the floor's where the floor costs more. The floor's empty "

@@ -261,10 +261,11 @@ struct collector *collector__open(const struct collector_opts *opts, char *err, 
 	c->skel->rodata->sample_gate_ns = opts->slow_threshold_ns / 16;
 	c->skel->rodata->probe_threshold_ns = opts->probe_threshold_ns;
 	c->skel->rodata->nested_waits = !opts->no_nested_waits;
-	if (opts->comm) {
-		c->skel->rodata->filter_comm = true;
-		strncpy((char *)c->skel->rodata->comm_filter, opts->comm, LW_COMM_LEN - 1);
-	}
+	c->skel->rodata->filter_comm = opts->ncomms > 0;
+	c->skel->rodata->ncomms = (__u32)(opts->ncomms < LW_MAX_COMMS ? opts->ncomms
+								       : LW_MAX_COMMS);
+	for (int i = 0; i < opts->ncomms && i < LW_MAX_COMMS; i++)
+		strncpy((char *)c->skel->rodata->comm_filter[i], opts->comms[i], LW_COMM_LEN - 1);
 	collector__no_autoattach(c);
 	if (collector__size_unwind(c, opts)) {
 		snprintf(err, errlen, "cannot size the unwind tables");

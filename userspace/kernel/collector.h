@@ -21,7 +21,8 @@ typedef void (*event_fn)(const void *event, size_t size, void *ctx);
 struct collector_opts {
 	const int *pids;
 	int npids;
-	const char *comm;	/* NULL: every process */
+	const char (*comms)[LW_COMM_LEN];	/* with the pids: none of both, every process */
+	int ncomms;
 	bool verbose;
 	__u64 stall_threshold_ns;
 	__u64 slow_threshold_ns;	/* iterations sent up: <= stall_threshold_ns */

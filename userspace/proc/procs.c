@@ -580,6 +580,27 @@ bool procs__exists(int pid)
 	return access(path, F_OK) == 0;
 }
 
+int procs__tgid(int tid)
+{
+	char path[48], line[128];
+	int tgid = 0;
+	FILE *f;
+
+	if (tid <= 0)
+		return 0;
+	/* /proc/TID works for any thread id, though only process ids are listed */
+	snprintf(path, sizeof(path), "/proc/%d/status", tid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Tgid: %d", &tgid) == 1)
+			break;
+	}
+	fclose(f);
+	return tgid > 0 ? tgid : 0;
+}
+
 char *procs__read_kallsyms(size_t max, size_t *len)
 {
 	return file__read_all("/proc/kallsyms", max, len);

@@ -85,6 +85,8 @@ bool proc__cgroup(struct proc *p, char *buf, size_t len);
 
 /* Is there a process with this pid now? */
 bool procs__exists(int pid);
+/* The process a thread id belongs to (itself for a process id); 0 if gone. */
+int procs__tgid(int tid);
 /* /proc/kallsyms' text (malloc'ed, NUL-terminated), at most max bytes; NULL if unreadable */
 char *procs__read_kallsyms(size_t max, size_t *len);
 /*
