@@ -343,11 +343,13 @@ struct lw_loop {
 	__u8 off_blocked;	/* 1: went to sleep, 0: preempted */
 	/*
 	 * The iteration's longest wait for a CPU so far has no stack yet: the
-	 * next CPU sample's walk is its (bpf/sample.bpf.c). A preemption itself
-	 * takes none: under contention nearly every iteration is preempted.
+	 * next CPU sample's walk is its (bpf/sample.bpf.c). A preemption takes
+	 * one only in an iteration half way to a stall: under contention nearly
+	 * every iteration is preempted.
 	 */
 	__u8 runq_walk_owed;
-	__u8 pad8[2];
+	__u8 preempt_walked;	/* preempt_cap is this off period's */
+	__u8 pad8;
 	__u64 run_delay_start;	/* the task's sched_info.run_delay as the busy period began */
 	__u64 off_pcount;	/* its sched_info.pcount at off_ns: a switch-in is the next */
 	/*
@@ -381,6 +383,7 @@ struct lw_loop {
 	struct lw_block block;
 	struct lw_iter iter;
 	struct lw_hist busy_hist;
+	struct lw_capture preempt_cap;	/* where it was last preempted, if walked */
 	/* the latest CPU sample's stack, and the busy period it was taken in */
 	struct lw_stack_ref last_walk;
 	__u64 last_walk_busy_ns;

@@ -95,10 +95,21 @@ static __always_inline void loop__switch_out(void *ctx, struct lw_loop *l,
 	 * and a thread that never wakes (a deadlock) must still be named. A
 	 * preemption takes none (loop__switch_in).
 	 */
-	if (sleeping)
+	l->preempt_walked = 0;
+	if (sleeping) {
 		block__note_sleep(ctx, l, prev, now);
-	else
-		counter__inc(LW_CTR_PREEMPTIONS);
+		return;
+	}
+	counter__inc(LW_CTR_PREEMPTIONS);
+	/* half way to a stall already: this wait's stack now, exactly where it stopped */
+	if (runq__walk_wanted(l, now)) {
+		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+
+		if (regs) {
+			capture__take(ctx, &l->preempt_cap, BPF_CORE_READ(regs, sp), 2);
+			l->preempt_walked = 1;
+		}
+	}
 }
 
 static __always_inline void loop__switch_in(struct lw_loop *l, __u64 now)
@@ -117,17 +128,21 @@ static __always_inline void loop__switch_in(struct lw_loop *l, __u64 now)
 	}
 	l->iter.runq_ns += now - l->off_ns;
 	/*
-	 * The longest preemption names what the CPU was waited for in: the
-	 * thread resumes where it stopped, and the next CPU sample's stack is
-	 * taken there, within a millisecond of CPU time (bpf/sample.bpf.c);
-	 * until then, and if the iteration ends first, the latest sample's
-	 * before it. Walking at every preemption cost 8.5 us a switch on a
-	 * saturated host.
+	 * The longest preemption names what the CPU was waited for in: its
+	 * own stack if the iteration was half way to a stall when it began;
+	 * else the thread resumes where it stopped, and the next CPU sample's
+	 * stack is taken there, within a millisecond of CPU time
+	 * (bpf/sample.bpf.c); until then, and if the iteration ends first, the
+	 * latest sample's before it. Walking at every preemption cost 8.5 us a
+	 * switch on a saturated host.
 	 */
 	if (now - l->off_ns > l->iter.runq_max_ns) {
 		l->iter.runq_max_ns = now - l->off_ns;
-		l->runq_walk_owed = 1;
-		if (l->last_walk_busy_ns == l->busy_start_ns) {
+		l->runq_walk_owed = !l->preempt_walked;
+		if (l->preempt_walked) {
+			bpf_probe_read_kernel(&l->iter.runq_cap, sizeof(l->iter.runq_cap),
+					      &l->preempt_cap);
+		} else if (l->last_walk_busy_ns == l->busy_start_ns) {
 			l->iter.runq_cap.stack = l->last_walk;
 		} else {
 			l->iter.runq_cap.stack.user = 0;
