@@ -182,7 +182,7 @@ def test_a_hung_loop_stays_in_view(ctx):
     assert 2950 <= s["lag_ms"]["max"] <= 3300, s
 
 
-def stall_storm(ctx, text):
+def stall_storm(ctx, text, *flags):
     """A Python loop making ~5k stalls a second (--threshold 0.02) while loopwatch is
     stopped for a second: its ring buffer (1 MiB, ~300 stalls) overflows. Loopwatch's
     JSON lines (text: its text lines)."""
@@ -198,7 +198,7 @@ def stall_storm(ctx, text):
               "        pass\n")
     w = Workload(["/usr/bin/python3", "-c", script])
     lw = Loopwatch(ctx, "-p", w.pid, "-d", 30, "--threshold", 0.02, "--sample-hz", 100,
-                   "--ring-buffer", 1, text=text)
+                   "--ring-buffer", 1, *flags, text=text)
     try:
         lw.start()
         w.go()
@@ -215,12 +215,24 @@ def stall_storm(ctx, text):
 
 def test_dropped_events_are_said_in_every_output(ctx):
     """Events the kernel could not send up (a full ring buffer) are counted in the JSON
-    lines and the text, each interval and in the summary, never silently lost."""
-    lines = stall_storm(ctx, False)
+    lines and the text, each interval and in the summary, and in the report's and the
+    trace's totals: never silently lost."""
+    report, trace = tmpfile(".md"), tmpfile(".json")
+    try:
+        lines = stall_storm(ctx, False, "--report", report, "--trace", trace)
+        with open(report) as f:
+            md = f.read()
+        with open(trace) as f:
+            other = json.load(f)["otherData"]
+    finally:
+        os.unlink(report)
+        os.unlink(trace)
     dropped = of_type(lines, "dropped")
     # one line per interval that lost events, and the summary's total last
     assert len(dropped) >= 2 and all(d["events"] > 0 for d in dropped[:-1]), dropped
     assert dropped[-1]["total"] == sum(d["events"] for d in dropped), dropped
+    assert "**Events lost: %d**" % dropped[-1]["total"] in md, md[:600]
+    assert other["events_lost_ring_buffer"] == dropped[-1]["total"], other
     text = "\n".join(stall_storm(ctx, True))
     assert " DROPPED " in text and "Dropped: " in text, text[-2000:]
 

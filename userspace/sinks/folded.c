@@ -61,7 +61,7 @@ static int folded__open(struct sink *s, const struct sink_config *cfg, char *err
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	if (outfile__init(&fd->file, cfg->folded, "--folded", err, errlen)) {
+	if (outfile__init(&fd->file, cfg->folded, "--folded", 0, err, errlen)) {
 		folded__free(fd);
 		return -1;
 	}
