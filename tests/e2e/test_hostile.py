@@ -309,6 +309,33 @@ def test_one_thread_one_name_with_a_newline_and_c1_in_it(ctx):
     assert names == {("ev?il?1", "ev?il?1")}, names
 
 
+def test_a_process_named_with_a_newline_is_set_up_like_any_other(ctx):
+    """A Python loop that names itself "a\\nb) 1 (" (prctl): /proc/PID/stat's comm is
+    read to its last ')', so the process is set up -- its stalls' CPU stacks hold the
+    Python function spin, as under any other name."""
+    script = ("import ctypes, os, select, sys, time\n"
+              "ctypes.CDLL(None).prctl(15, b'a\\nb) 1 (', 0, 0, 0)\n"
+              "def spin():\n"
+              "    t = time.perf_counter() + 0.02\n"
+              "    while time.perf_counter() < t:\n"
+              "        pass\n"
+              "ep = select.epoll()\n"
+              "print(os.getpid(), flush=True)\n"
+              "sys.stdin.readline()\n"
+              "for _ in range(40):\n"
+              "    ep.poll(0.01)\n"
+              "    spin()\n")
+    pid, lines = run_traced(ctx, ["/usr/bin/python3", "-c", script], "--threshold", 5)
+    stalls = of_type(lines, "stall", pid=pid)
+    assert len(stalls) >= 10, len(stalls)
+    assert {s["comm"] for s in stalls} == {"a?b) 1 ("}, {s["comm"] for s in stalls}
+    py = [f for s in stalls for st in s["stacks"] for f in st["frames"]
+          if f.get("kind") == "python"]
+    assert any(f["func"] == "spin" for f in py), \
+        "no Python frame in %d stalls: %s" % (len(stalls), [
+            [f["func"] for f in st["frames"]] for s in stalls[:3] for st in s["stacks"]])
+
+
 def test_alert_exec_never_runs_a_program_from_the_working_directory(ctx):
     """--alert-exec true from a directory holding an executable ./true: the one in PATH
     runs, never ./true."""
