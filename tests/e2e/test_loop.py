@@ -251,3 +251,37 @@ def test_a_process_with_no_loop_thread_is_said_once(ctx):
     assert r.returncode == 0, r.stderr
     said = [l for l in r.stderr.splitlines() if "has no loop thread" in l]
     assert len(said) == 1 and "(sleep)" in said[0] and str(sleeper.pid) in said[0], r.stderr
+
+
+def test_loopwatch_never_watches_itself_in_a_pid_namespace(ctx):
+    """loopwatch in a pid namespace of its own (a container without hostPID), watching
+    the whole machine: an epoll loop beside it is watched, loopwatch's own main loop
+    (getpid() 1 there, another pid to the kernel) never is -- no row, stall or alert."""
+    script = ("import os, select, sys, time\n"
+              "ep = select.epoll()\n"
+              "print(os.getpid(), flush=True)\n"
+              "sys.stdin.readline()\n"
+              "for _ in range(60):\n"
+              "    ep.poll(0.02)\n"
+              "    t = time.perf_counter() + 0.01\n"
+              "    while time.perf_counter() < t:\n"
+              "        pass\n")
+    w = Workload(["/usr/bin/python3", "-c", script])
+    lw = Loopwatch(ctx, "-d", 4, "-i", 0.25, "--threshold", 5, "--alert-ms", 0.5,
+                   wrap=["unshare", "--pid", "--fork", "--mount-proc"])
+    try:
+        lw.start()
+        with open("/proc/%d/task/%d/children" % (lw.proc.pid, lw.proc.pid)) as f:
+            host_pid = int(f.read().split()[0])
+        with open("/proc/%d/comm" % host_pid) as f:
+            assert f.read().strip() == "loopwatch"
+        w.go()
+        w.wait()
+        lines = lw.stop()
+    finally:
+        w.kill()
+        lw.kill()
+    assert of_type(lines, "interval", pid=w.pid), "the workload's loop was not watched"
+    mine = [l for l in lines if l.get("pid") == host_pid]
+    assert not mine, "loopwatch (pid %d) watched itself: %s" % (host_pid, mine[:3])
+    assert "ALERT loopwatch[%d]" % host_pid not in lw.stderr, lw.stderr[-1000:]
