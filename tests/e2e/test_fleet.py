@@ -585,5 +585,31 @@ def test_fleet_rules_dashboard_and_manifests_validate(ctx):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def test_listen_is_said_to_be_unauthenticated_and_the_examples_bind_one_address(ctx):
+    """--listen has no authentication: --help and the man page say so and that :PORT is
+    every interface; the DaemonSet binds the pod's IP and the systemd drop-in one
+    address (with a firewall allow-list), neither ":PORT"."""
+    r = subprocess.run([ctx.loopwatch, "--help"], stdout=subprocess.PIPE, text=True,
+                       timeout=20)
+    usage = r.stdout[r.stdout.index("--listen ADDR:PORT"):]
+    usage = usage[:usage.index("\n      --", 1)]
+    for said in ("every interface", "No authentication"):
+        assert said in usage, usage
+    man = open(os.path.join(REPO, "tools", "loopwatch.8")).read()
+    man = man[man.index("\\-\\-listen"):]
+    man = man[:man.index(".TP")]
+    for said in ("every interface", "no authentication"):
+        assert said in man, man
+
+    daemonset = open(os.path.join(REPO, "tools", "deploy", "daemonset.yaml")).read()
+    assert re.findall(r"^\s+- --listen=(\S+)$", daemonset, re.M) == ["$(POD_IP):9977"], \
+        daemonset
+    assert "fieldPath: status.podIP" in daemonset, daemonset
+    unit = open(os.path.join(REPO, "tools", "systemd", "loopwatch.service")).read()
+    binds = re.findall(r"--listen (\S+)", unit)
+    assert binds and not [b for b in binds if b.startswith(":")], binds
+    assert re.search(r"^#\s+IPAddressAllow=\S", unit, re.M), unit
+
+
 if __name__ == "__main__":
     sys.exit("run through tests/run.py: python3 tests/run.py --build build test_fleet")
