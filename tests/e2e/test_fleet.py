@@ -322,6 +322,102 @@ def test_fleet_service_labels_from_systemd_and_kubernetes_cgroups(ctx):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+
+def inotify_opens(path):
+    """An inotify descriptor counting opens of the directory path itself (ctypes: the
+    kernel's own count of who opened it, here only loopwatch)."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+    # IN_OPEN and IN_CLOSE_NOWRITE: events alternate, so none is merged with the one before
+    assert fd >= 0 and libc.inotify_add_watch(fd, path.encode(), 0x20 | 0x10) >= 0
+    return fd
+
+
+def opens_of(fd):
+    """The IN_OPEN events of the watched directory itself read so far from fd."""
+    import struct
+    n = 0
+    while True:
+        try:
+            buf = os.read(fd, 65536)
+        except BlockingIOError:
+            return n
+        off = 0
+        while off < len(buf):
+            _, mask, _, size = struct.unpack_from("iIII", buf, off)
+            n += bool(mask & 0x20) and size == 0
+            off += 16 + size
+
+
+def test_fleet_kind_pods_labelled_and_kubelet_read_once_per_container(ctx):
+    """A kind node's pod cgroup (the kubelet's slice prefixing kubelet-kubepods-…, 300+
+    bytes, past the 255 of the label) still gives pod_uid, the innermost container_id and
+    the kubelet's names; six loop processes of one pod container (six new loop threads)
+    read the kubelet's 3,000-entry containers directory once, not six times (counted by
+    inotify)."""
+    cg = Cgroups()
+    tag = os.getpid() % 4096
+    cid, uid = CID % tag, UID % tag
+    outer = "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543%03x" % tag
+    base = "/lwtest-kind-%d" % os.getpid()
+    kind = (base + "/system.slice/docker-%s.scope/kubelet.slice/kubelet-kubepods.slice/"
+            "kubelet-kubepods-besteffort.slice/kubelet-kubepods-besteffort-pod%s.slice/"
+            "cri-containerd-%s.scope" % (outer, uid.replace("-", "_"), cid))
+    assert len(kind) > 300, len(kind)
+    cid2 = CID % ((tag + 1) % 4096)
+    uid2 = UID % ((tag + 1) % 4096)
+    pod = (base + "/kubepods.slice/kubepods-pod%s.slice/cri-containerd-%s.scope" %
+           (uid2.replace("-", "_"), cid2))
+    logs = tempfile.mkdtemp(prefix="loopwatch-kubelet-")
+    containers = os.path.join(logs, "containers")
+    os.mkdir(containers)
+    os.mkdir(os.path.join(logs, "pods"))
+    for i in range(3000):
+        open(os.path.join(containers, "other-%d_ns_c-%064x.log" % (i, i)), "w").close()
+    open(os.path.join(containers, "web-0_kind_app-%s.log" % cid), "w").close()
+    open(os.path.join(containers, "api-0_shop_api-%s.log" % cid2), "w").close()
+    tmp = tempfile.mkdtemp(prefix="loopwatch-fleet-")
+    lw = PromLoopwatch(ctx, tmp, "--comm", "loopwork", "--kubelet-logs", logs, interval=0.5)
+    ino = inotify_opens(containers)
+    ws, outs = [], []
+    try:
+        lw.start()
+        for path in [kind] + [pod] * 6:
+            outs.append(tmpfile())
+            w = Workload([ctx.workload("loopwork"), outs[-1], "fixed3", "300", "--go"])
+            cg.move(w.pid, path)
+            w.go()
+            ws.append(w)
+        for w in ws:
+            w.wait()
+        deadline = time.time() + 15
+        while time.time() < deadline:
+            mine = [l for l, _ in select(read_metrics(lw.path),
+                                         "loopwatch_loop_iterations_total")
+                    if l.get("cgroup", "").startswith(base)]
+            if len(mine) == 2:
+                break
+            time.sleep(0.3)
+        lw.stop(signal.SIGTERM)
+        by_uid = {l.get("pod_uid"): l for l in mine}
+        assert set(by_uid) == {uid, uid2}, mine
+        k = by_uid[uid]
+        want = {"service": "kind/app", "pod_uid": uid, "container_id": cid,
+                "namespace": "kind", "pod": "web-0", "container": "app"}
+        assert {x: k.get(x) for x in want} == want, k
+        assert k["cgroup"] == kind[:252] + "...", k["cgroup"]
+        assert by_uid[uid2].get("service") == "shop/api", by_uid[uid2]
+        opens = opens_of(ino)
+        print("kubelet containers directory opened %d times for 7 loop processes" % opens)
+        # one read per pod container: the kind pod's and the six processes' shared one
+        assert opens == 2, "%d opens for 2 pod containers" % opens
+    finally:
+        os.close(ino)
+        cleanup(ws, lw, outs, cg)
+        shutil.rmtree(logs, ignore_errors=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+
 class IntervalClock:
     """loopwatch --json -i 0.2 with the given flags, its stdout read as it comes: the
     wall times loopwatch itself stamped on its interval lines, one per collection."""

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +37,7 @@ struct tracker {
 	struct cfi_tables *cfi;
 	struct tracked *hash[TRACKER_HASH];
 	size_t n;
-	const char *kubelet_logs;
+	struct kubelet_cache *kubelet;	/* NULL: no --kubelet-logs */
 };
 
 struct tracker *tracker__new(struct collector *c, struct procs *procs, struct symbols *syms,
@@ -72,6 +73,7 @@ void tracker__free(struct tracker *t)
 		}
 	}
 	cfi_tables__free(t->cfi);
+	kubelet_cache__free(t->kubelet);
 	free(t);
 }
 
@@ -254,31 +256,41 @@ bool tracker__names(struct tracker *t, __u32 pid, __u32 tid, char *comm, char *t
 }
 
 void tracker__facts(struct tracker *t, __u32 pid, char *exe, size_t exe_len, char *cgroup,
-		    size_t cgroup_len)
+		    size_t cgroup_len, struct cgroup_identity *cg)
 {
 	struct proc *p = procs__get(t->procs, (int)pid);
+	/* the kernel prints at most PATH_MAX of a cgroup path */
+	char path[PATH_MAX];
 
 	exe[0] = cgroup[0] = '\0';
+	cgroup__identity("", cg);
 	if (!p)
 		return;
 	if (!proc__exe(p, exe, exe_len))
 		exe[0] = '\0';
-	if (!proc__cgroup(p, cgroup, cgroup_len))
-		cgroup[0] = '\0';
+	if (!proc__cgroup(p, path, sizeof(path)))
+		return;
+	/* a kind node's pod paths pass 255 bytes: the innermost container is at the end */
+	cgroup__identity(path, cg);
+	if (cgroup_len >= 4 && strlen(path) >= cgroup_len)
+		snprintf(cgroup, cgroup_len, "%.*s...", (int)(cgroup_len - 4), path);
+	else
+		snprintf(cgroup, cgroup_len, "%s", path);
 }
 
 void tracker__set_kubelet_logs(struct tracker *t, const char *log_dir)
 {
-	t->kubelet_logs = log_dir;
+	kubelet_cache__free(t->kubelet);
+	/* out of memory: no names, as without the flag */
+	t->kubelet = kubelet_cache__new(log_dir);
 }
 
-void tracker__k8s_names(struct tracker *t, const char *cgroup, struct k8s_names *out)
+void tracker__k8s_names(struct tracker *t, const struct cgroup_identity *cg,
+			struct k8s_names *out)
 {
-	struct cgroup_identity id;
-
 	memset(out, 0, sizeof(*out));
-	if (t->kubelet_logs && cgroup__identity(cgroup, &id) && id.kind == CGROUP_K8S)
-		kubelet__names(t->kubelet_logs, id.pod_uid, id.container_id, out);
+	if (t->kubelet && cg->kind == CGROUP_K8S)
+		kubelet_cache__names(t->kubelet, cg->pod_uid, cg->container_id, out);
 }
 
 void tracker__probe_label(const struct tracker *t, __u32 id, char *buf, size_t len)
