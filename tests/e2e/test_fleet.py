@@ -418,6 +418,59 @@ def test_fleet_kind_pods_labelled_and_kubelet_read_once_per_container(ctx):
         shutil.rmtree(logs, ignore_errors=True)
         shutil.rmtree(tmp, ignore_errors=True)
 
+
+def test_fleet_a_loop_gone_before_the_interval_keeps_its_labels(ctx):
+    """Eight short-lived Python loops (named lwshort, in a cgroup of their own), each
+    gone long before the next 3-second interval drains it: their iterations count under
+    their own exe and cgroup (read at their first wait), none under exe="" and
+    cgroup="", and all of them are counted (the loops' own tally)."""
+    cg = Cgroups()
+    path = cg.make("/lwtest-short-%d/app.scope" % os.getpid())
+    script = ("import ctypes, os, select, sys\n"
+              "ctypes.CDLL(None).prctl(15, b'lwshort', 0, 0, 0)\n"
+              "ep = select.epoll()\n"
+              "n = 0\n"
+              "for _ in range(60):\n"
+              "    ep.poll(0.002)\n"
+              "    n += 1\n"
+              "print(n, flush=True)\n")
+    tmp = tempfile.mkdtemp(prefix="loopwatch-fleet-")
+    lw = PromLoopwatch(ctx, tmp, "--comm", "lwshort", "-i", 3, "--prom-min-iterations", 0,
+                       interval=3)
+    procs = []
+    try:
+        lw.start()
+        time.sleep(1.0)
+        for _ in range(8):
+            # moved into the cgroup before it runs: sh waits for its line, then execs
+            p = subprocess.Popen(["/bin/sh", "-c", "read go; exec %s -c \"$0\"" %
+                                  sys.executable, script], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, text=True)
+            cg.move(p.pid, path)
+            procs.append(p)
+        ran = 0
+        for p in procs:
+            out, _ = p.communicate("go\n", timeout=60)
+            ran += int(out)
+        # two intervals later every one of them is drained, long gone
+        time.sleep(6.5)
+        series = select(read_metrics(lw.path), "loopwatch_loop_iterations_total",
+                        comm="lwshort")
+        lw.stop(signal.SIGTERM)
+        exe = os.path.realpath(sys.executable)
+        print("series:", series, "iterations the loops ran:", ran)
+        assert [l for l, _ in series if not l.get("exe") or not l.get("cgroup")] == [], series
+        assert [(l["exe"], l["cgroup"]) for l, _ in series] == [(exe, path)], series
+        # each loop's last wait is no iteration of the kernel's count (none followed)
+        assert ran - 8 <= series[0][1] <= ran, (series, ran)
+    finally:
+        for p in procs:
+            p.kill()
+        lw.kill()
+        time.sleep(0.2)
+        cg.cleanup()
+        shutil.rmtree(tmp, ignore_errors=True)
+
 class IntervalClock:
     """loopwatch --json -i 0.2 with the given flags, its stdout read as it comes: the
     wall times loopwatch itself stamped on its interval lines, one per collection."""

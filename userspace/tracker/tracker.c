@@ -22,6 +22,13 @@ struct tracked {
 	__u64 start_time;
 	__u64 image;		/* the program image set up (proc__image) */
 	char comm[LW_COMM_LEN];	/* its name then: events carry the name at the loop's start */
+	/*
+	 * Its labels, read at its first wait (NEW_LOOP), before anything slow:
+	 * a process that exits before the interval's drain still has them.
+	 */
+	char exe[256];
+	char cgroup[256];
+	struct cgroup_identity cg;
 	bool python;		/* has an entry in the walker's table */
 	bool v8;		/* has an entry in the V8 walker's table, */
 	struct lw_v8_proc v8cfg;	/* this one */
@@ -149,6 +156,33 @@ static void tracker__setup_v8(struct tracker *t, struct proc *p, struct tracked 
 }
 
 /* The same process running the same program as when it was set up. */
+/*
+ * A process's executable and cgroup path, "" when unknown; a path longer
+ * than cgroup_len ends in "...", cg is the identity of the whole path. False
+ * when the executable could not be read (the process is gone, or a zombie).
+ */
+static bool facts__read(struct proc *p, char *exe, size_t exe_len, char *cgroup,
+			size_t cgroup_len, struct cgroup_identity *cg)
+{
+	/* the kernel prints at most PATH_MAX of a cgroup path */
+	char path[PATH_MAX];
+	bool got_exe = proc__exe(p, exe, exe_len);
+
+	if (!got_exe)
+		exe[0] = '\0';
+	cgroup__identity("", cg);
+	cgroup[0] = '\0';
+	if (!proc__cgroup(p, path, sizeof(path)))
+		return got_exe;
+	/* a kind node's pod paths pass 255 bytes: the innermost container is at the end */
+	cgroup__identity(path, cg);
+	if (cgroup_len >= 4 && strlen(path) >= cgroup_len)
+		snprintf(cgroup, cgroup_len, "%.*s...", (int)(cgroup_len - 4), path);
+	else
+		snprintf(cgroup, cgroup_len, "%s", path);
+	return got_exe;
+}
+
 static bool tracked__same(const struct tracked *k, const struct proc *p)
 {
 	return k->start_time == proc__start_time(p) &&
@@ -177,6 +211,7 @@ void tracker__new_loop(struct tracker *t, __u32 pid)
 	k->image = proc__image(p);
 	if (!proc__comm(p, (int)pid, k->comm, sizeof(k->comm)))
 		k->comm[0] = '\0';
+	facts__read(p, k->exe, sizeof(k->exe), k->cgroup, sizeof(k->cgroup), &k->cg);
 	/* the pid may have served another process before: nothing of it may stay */
 	symbols__forget(t->syms, (int)pid);
 	/* its maps now, while it surely lives: a stall just before exit still resolves */
@@ -259,23 +294,20 @@ void tracker__facts(struct tracker *t, __u32 pid, char *exe, size_t exe_len, cha
 		    size_t cgroup_len, struct cgroup_identity *cg)
 {
 	struct proc *p = procs__get(t->procs, (int)pid);
-	/* the kernel prints at most PATH_MAX of a cgroup path */
-	char path[PATH_MAX];
+	struct tracked *k = *tracker__slot(t, pid);
 
 	exe[0] = cgroup[0] = '\0';
 	cgroup__identity("", cg);
 	if (!p)
 		return;
-	if (!proc__exe(p, exe, exe_len))
-		exe[0] = '\0';
-	if (!proc__cgroup(p, path, sizeof(path)))
+	/* live: as it is now (moved to another cgroup, say); gone: as it was at its start */
+	if (proc__alive(p) && facts__read(p, exe, exe_len, cgroup, cgroup_len, cg))
 		return;
-	/* a kind node's pod paths pass 255 bytes: the innermost container is at the end */
-	cgroup__identity(path, cg);
-	if (cgroup_len >= 4 && strlen(path) >= cgroup_len)
-		snprintf(cgroup, cgroup_len, "%.*s...", (int)(cgroup_len - 4), path);
-	else
-		snprintf(cgroup, cgroup_len, "%s", path);
+	if (k && tracked__same(k, p)) {
+		snprintf(exe, exe_len, "%s", k->exe);
+		snprintf(cgroup, cgroup_len, "%s", k->cgroup);
+		*cg = k->cg;
+	}
 }
 
 void tracker__set_kubelet_logs(struct tracker *t, const char *log_dir)
