@@ -155,7 +155,6 @@ static void tracker__setup_v8(struct tracker *t, struct proc *p, struct tracked 
 	k->v8cfg = cfg;
 }
 
-/* The same process running the same program as when it was set up. */
 /*
  * A process's executable and cgroup path, "" when unknown; a path longer
  * than cgroup_len ends in "...", cg is the identity of the whole path. False
@@ -183,6 +182,7 @@ static bool facts__read(struct proc *p, char *exe, size_t exe_len, char *cgroup,
 	return got_exe;
 }
 
+/* The same process running the same program as when it was set up. */
 static bool tracked__same(const struct tracked *k, const struct proc *p)
 {
 	return k->start_time == proc__start_time(p) &&
