@@ -4,6 +4,7 @@ bytes to a terminal or a log unsanitized."""
 import json
 import os
 import shutil
+import signal
 import socket
 import stat
 import subprocess
@@ -233,6 +234,53 @@ def test_a_full_disk_or_dev_full_is_named_and_fails_the_run(ctx):
         assert not [n for n in os.listdir(mnt) if n.endswith(".tmp")], os.listdir(mnt)
     finally:
         subprocess.run(["umount", mnt])
+        shutil.rmtree(d)
+
+
+def test_a_failed_write_mid_run_fails_the_run_though_the_last_one_worked(ctx):
+    """--report's SIGUSR1 snapshot and --prom-file's interval writes onto a full 64 KiB
+    tmpfs fail (said once each); space is freed and the writes at exit work: the files
+    are there, and the exit status is still 1."""
+    d = tempfile.mkdtemp(prefix="loopwatch-full-")
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", d], check=True)
+    report, prom = os.path.join(d, "report.md"), os.path.join(d, "loopwatch.prom")
+    p = None
+    try:
+        filler = os.path.join(d, "filler")
+        with open(filler, "wb") as f:
+            try:
+                f.write(b"x" * (1 << 20))
+            except OSError:
+                pass
+        p = subprocess.Popen([ctx.loopwatch, "--json", "-d", "6", "--report", report,
+                              "--prom-file", prom, "--prom-interval", "0.2"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             stdin=subprocess.DEVNULL, text=True)
+        err = ""
+        while "tracing" not in err:
+            line = p.stderr.readline()
+            assert line, err
+            err += line
+        p.send_signal(signal.SIGUSR1)
+        while "cannot write --report" not in err or "cannot write --prom-file" not in err:
+            line = p.stderr.readline()
+            assert line, err
+            err += line
+        os.unlink(filler)
+        err += p.stderr.read()
+        p.wait(timeout=60)
+        said = [l for l in err.splitlines() if "cannot write" in l]
+        assert sorted(said) == sorted([
+            "loopwatch: cannot write --report %s: No space left on device" % report,
+            "loopwatch: cannot write --prom-file %s: No space left on device" % prom]), said
+        for path in (report, prom):
+            assert os.path.getsize(path) > 0, os.listdir(d)
+        assert p.returncode == 1, (p.returncode, err)
+    finally:
+        if p and p.poll() is None:
+            p.kill()
+            p.wait()
+        subprocess.run(["umount", d])
         shutil.rmtree(d)
 
 

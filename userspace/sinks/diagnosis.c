@@ -430,7 +430,10 @@ static void diagnosis__snapshot(struct sink *s, const struct model *m, double ts
 
 static int diagnosis__summary(struct sink *s, const struct model *m, double ts)
 {
-	return diagnosis__write(s->priv, m, ts, true) ? 1 : 0;
+	struct diagnosis *d = s->priv;
+
+	/* a snapshot that failed fails the run too, though this last write may work */
+	return diagnosis__write(d, m, ts, true) || outfile__status(&d->file) ? 1 : 0;
 }
 
 static void diagnosis__close(struct sink *s)

@@ -212,9 +212,11 @@ static void folded__snapshot(struct sink *s, const struct model *m, double ts)
 
 static int folded__summary(struct sink *s, const struct model *m, double ts)
 {
+	struct folded *fd = s->priv;
+
 	(void)m;
 	(void)ts;
-	return folded__write(s->priv) ? 1 : 0;
+	return folded__write(fd) || outfile__status(&fd->file) ? 1 : 0;
 }
 
 static void folded__close(struct sink *s)

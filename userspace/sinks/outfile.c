@@ -148,6 +148,13 @@ static void outfile__complain(struct outfile *o, int err)
 		fprintf(stderr, "loopwatch: cannot write %s %s: %s\n", o->flag, o->path,
 			err == -TARGET_NOT_REGULAR ? "no longer a regular file" : strerror(-err));
 	o->last_err = err;
+	if (err && !o->first_err)
+		o->first_err = err;
+}
+
+int outfile__status(const struct outfile *o)
+{
+	return o->first_err;
 }
 
 FILE *outfile__begin(struct outfile *o)

@@ -32,6 +32,7 @@ struct outfile {
 	char *buf;		/* what outfile__begin's stream rendered */
 	size_t len;
 	int last_err;		/* said once, not once per write */
+	int first_err;		/* the run's first failure, -errno: its exit status */
 };
 
 /*
@@ -46,6 +47,8 @@ FILE *outfile__begin(struct outfile *o);
 /* Close f, write what it holds to the temp file and rename it over the path: 0 or
  * -errno, said once on stderr with the path. */
 int outfile__commit(struct outfile *o, FILE *f);
+/* 0, or the first write of the run that failed (-errno), even if later ones worked */
+int outfile__status(const struct outfile *o);
 void outfile__free(struct outfile *o);
 
 #endif

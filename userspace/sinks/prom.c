@@ -104,8 +104,11 @@ static int prom__flush(struct sink *s, const struct model *m, double now)
 
 static int prom__summary(struct sink *s, const struct model *m, double ts)
 {
+	struct prom_file *pf = s->priv;
+
 	(void)ts;
-	return prom__write(s->priv, m, clock__mono());
+	/* any interval's write that failed fails the run (counted and said at the time) */
+	return prom__write(pf, m, clock__mono()) || outfile__status(&pf->file) ? 1 : 0;
 }
 
 static void prom__close(struct sink *s)

@@ -422,7 +422,9 @@ static void trace__snapshot(struct sink *s, const struct model *m, double ts)
 
 static int trace__summary(struct sink *s, const struct model *m, double ts)
 {
-	return trace__write(s->priv, ts, m->events_dropped) ? 1 : 0;
+	struct trace *t = s->priv;
+
+	return trace__write(t, ts, m->events_dropped) || outfile__status(&t->file) ? 1 : 0;
 }
 
 static void trace__close(struct sink *s)
