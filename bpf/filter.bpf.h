@@ -12,6 +12,8 @@
 #include <bpf/bpf_core_read.h>
 
 extern const volatile __u32 self_pid;
+extern const volatile __u64 self_pidns_dev;
+extern const volatile __u64 self_pidns_ino;
 extern const volatile bool filter_pid;
 extern const volatile bool filter_comm;
 extern const volatile __u32 ncomms;
@@ -28,12 +30,28 @@ static __always_inline bool comm__equal(const char *a, const volatile char *b)
 	return true;
 }
 
-static __always_inline bool process__wanted(struct task_struct *task, __u32 pid)
+/*
+ * Is the current task loopwatch? self_pid is getpid(), the pid in
+ * loopwatch's own namespace: in a container with a pid namespace of its own
+ * that is not the host's pid the kernel hands BPF, so there (and only there:
+ * the namespace is set, the verifier drops this branch otherwise) the pid is
+ * taken in that namespace; a task outside it fails the helper and is not us.
+ */
+static __always_inline bool process__self(__u32 pid)
+{
+	struct bpf_pidns_info ns;
+
+	if (!self_pidns_ino)
+		return pid == self_pid;
+	return !bpf_get_ns_current_pid_tgid(self_pidns_dev, self_pidns_ino, &ns, sizeof(ns)) &&
+	       ns.tgid == self_pid;
+}
+
+/* Named by -p or --comm, or no filter at all. */
+static __always_inline bool process__named(struct task_struct *task, __u32 pid)
 {
 	char comm[LW_COMM_LEN];
 
-	if (pid == self_pid)
-		return false;
 	if (!filter_pid && !filter_comm)
 		return true;
 	if (filter_pid && bpf_map_lookup_elem(&pid_filter, &pid))
@@ -48,6 +66,12 @@ static __always_inline bool process__wanted(struct task_struct *task, __u32 pid)
 			return true;
 	}
 	return false;
+}
+
+/* task and pid (its tgid) are the current task's */
+static __always_inline bool process__wanted(struct task_struct *task, __u32 pid)
+{
+	return process__named(task, pid) && !process__self(pid);
 }
 
 #endif /* LOOPWATCH_FILTER_BPF_H */

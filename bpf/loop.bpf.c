@@ -27,6 +27,9 @@
 #include "fd.bpf.h"
 
 const volatile __u32 self_pid = 0;	/* loopwatch's own loop is not watched */
+/* loopwatch's pid namespace (nsfs dev, inode) when not the host's: see filter.bpf.h */
+const volatile __u64 self_pidns_dev = 0;
+const volatile __u64 self_pidns_ino = 0;
 const volatile bool filter_pid = false;
 const volatile bool filter_comm = false;
 const volatile __u32 ncomms = 0;

@@ -164,18 +164,18 @@ static bool source__names(void *ctx, __u32 pid, __u32 tid, char *comm, char *thr
 }
 
 static void source__facts(void *ctx, __u32 pid, char *exe, size_t exe_len, char *cgroup,
-			  size_t cgroup_len)
+			  size_t cgroup_len, struct cgroup_identity *cg)
 {
 	struct run *r = ctx;
 
-	tracker__facts(r->tracker, pid, exe, exe_len, cgroup, cgroup_len);
+	tracker__facts(r->tracker, pid, exe, exe_len, cgroup, cgroup_len, cg);
 }
 
-static void source__k8s_names(void *ctx, const char *cgroup, struct k8s_names *out)
+static void source__k8s_names(void *ctx, const struct cgroup_identity *cg, struct k8s_names *out)
 {
 	struct run *r = ctx;
 
-	tracker__k8s_names(r->tracker, cgroup, out);
+	tracker__k8s_names(r->tracker, cg, out);
 }
 
 /* ------------------------------------------------------------------ */

@@ -27,7 +27,7 @@ static const char doc[] =
 "    loopwatch --json -d 30      # JSON lines: one per loop thread per interval\n"
 "    loopwatch --quiet --prom-file /var/lib/prometheus/node-exporter/loopwatch.prom\n"
 "                                # a daemon feeding node_exporter's textfile collector\n"
-"    loopwatch --quiet --listen :9977  # a daemon Prometheus scrapes\n";
+"    loopwatch --quiet --listen 127.0.0.1:9977  # a daemon a local Prometheus scrapes\n";
 
 enum {
 	OPT_COMM = 0x100,
@@ -161,8 +161,11 @@ static const char options_help[] =
 "      --prom-file PATH    write metrics in the text exposition format to PATH,\n"
 "                          atomically (for node_exporter's textfile collector)\n"
 "      --prom-interval SECONDS  rewrite PATH every SECONDS (default 15) and on exit\n"
-"      --listen ADDR:PORT  serve /metrics (and /healthz) over HTTP, e.g. :9977 or\n"
-"                          127.0.0.1:9977 or [::]:9977\n"
+"      --listen ADDR:PORT  serve /metrics (and /healthz) over HTTP, e.g.\n"
+"                          127.0.0.1:9977, 10.0.0.5:9977 or [::1]:9977; :PORT binds\n"
+"                          every interface. No authentication, no TLS: whoever reaches\n"
+"                          the port reads every traced process's name, executable,\n"
+"                          cgroup and pod; bind the address the scraper uses\n"
 "      --prom-per-pid      pid and tid labels: a series per thread instead of per\n"
 "                          process labels (comm, exe, cgroup, service)\n"
 "      --prom-stale SECONDS  a series in which no live process counts goes after\n"

@@ -322,6 +322,155 @@ def test_fleet_service_labels_from_systemd_and_kubernetes_cgroups(ctx):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+
+def inotify_opens(path):
+    """An inotify descriptor counting opens of the directory path itself (ctypes: the
+    kernel's own count of who opened it, here only loopwatch)."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+    # IN_OPEN and IN_CLOSE_NOWRITE: events alternate, so none is merged with the one before
+    assert fd >= 0 and libc.inotify_add_watch(fd, path.encode(), 0x20 | 0x10) >= 0
+    return fd
+
+
+def opens_of(fd):
+    """The IN_OPEN events of the watched directory itself read so far from fd."""
+    import struct
+    n = 0
+    while True:
+        try:
+            buf = os.read(fd, 65536)
+        except BlockingIOError:
+            return n
+        off = 0
+        while off < len(buf):
+            _, mask, _, size = struct.unpack_from("iIII", buf, off)
+            n += bool(mask & 0x20) and size == 0
+            off += 16 + size
+
+
+def test_fleet_kind_pods_labelled_and_kubelet_read_once_per_container(ctx):
+    """A kind node's pod cgroup (the kubelet's slice prefixing kubelet-kubepods-…, 300+
+    bytes, past the 255 of the label) still gives pod_uid, the innermost container_id and
+    the kubelet's names; six loop processes of one pod container (six new loop threads)
+    read the kubelet's 3,000-entry containers directory once, not six times (counted by
+    inotify)."""
+    cg = Cgroups()
+    tag = os.getpid() % 4096
+    cid, uid = CID % tag, UID % tag
+    outer = "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543%03x" % tag
+    base = "/lwtest-kind-%d" % os.getpid()
+    kind = (base + "/system.slice/docker-%s.scope/kubelet.slice/kubelet-kubepods.slice/"
+            "kubelet-kubepods-besteffort.slice/kubelet-kubepods-besteffort-pod%s.slice/"
+            "cri-containerd-%s.scope" % (outer, uid.replace("-", "_"), cid))
+    assert len(kind) > 300, len(kind)
+    cid2 = CID % ((tag + 1) % 4096)
+    uid2 = UID % ((tag + 1) % 4096)
+    pod = (base + "/kubepods.slice/kubepods-pod%s.slice/cri-containerd-%s.scope" %
+           (uid2.replace("-", "_"), cid2))
+    logs = tempfile.mkdtemp(prefix="loopwatch-kubelet-")
+    containers = os.path.join(logs, "containers")
+    os.mkdir(containers)
+    os.mkdir(os.path.join(logs, "pods"))
+    for i in range(3000):
+        open(os.path.join(containers, "other-%d_ns_c-%064x.log" % (i, i)), "w").close()
+    open(os.path.join(containers, "web-0_kind_app-%s.log" % cid), "w").close()
+    open(os.path.join(containers, "api-0_shop_api-%s.log" % cid2), "w").close()
+    tmp = tempfile.mkdtemp(prefix="loopwatch-fleet-")
+    lw = PromLoopwatch(ctx, tmp, "--comm", "loopwork", "--kubelet-logs", logs, interval=0.5)
+    ino = inotify_opens(containers)
+    ws, outs = [], []
+    try:
+        lw.start()
+        for path in [kind] + [pod] * 6:
+            outs.append(tmpfile())
+            w = Workload([ctx.workload("loopwork"), outs[-1], "fixed3", "300", "--go"])
+            cg.move(w.pid, path)
+            w.go()
+            ws.append(w)
+        for w in ws:
+            w.wait()
+        deadline = time.time() + 15
+        while time.time() < deadline:
+            mine = [l for l, _ in select(read_metrics(lw.path),
+                                         "loopwatch_loop_iterations_total")
+                    if l.get("cgroup", "").startswith(base)]
+            if len(mine) == 2:
+                break
+            time.sleep(0.3)
+        lw.stop(signal.SIGTERM)
+        by_uid = {l.get("pod_uid"): l for l in mine}
+        assert set(by_uid) == {uid, uid2}, mine
+        k = by_uid[uid]
+        want = {"service": "kind/app", "pod_uid": uid, "container_id": cid,
+                "namespace": "kind", "pod": "web-0", "container": "app"}
+        assert {x: k.get(x) for x in want} == want, k
+        assert k["cgroup"] == kind[:252] + "...", k["cgroup"]
+        assert by_uid[uid2].get("service") == "shop/api", by_uid[uid2]
+        opens = opens_of(ino)
+        print("kubelet containers directory opened %d times for 7 loop processes" % opens)
+        # one read per pod container: the kind pod's and the six processes' shared one
+        assert opens == 2, "%d opens for 2 pod containers" % opens
+    finally:
+        os.close(ino)
+        cleanup(ws, lw, outs, cg)
+        shutil.rmtree(logs, ignore_errors=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_fleet_a_loop_gone_before_the_interval_keeps_its_labels(ctx):
+    """Eight short-lived Python loops (named lwshort, in a cgroup of their own), each
+    gone long before the next 3-second interval drains it: their iterations count under
+    their own exe and cgroup (read at their first wait), none under exe="" and
+    cgroup="", and all of them are counted (the loops' own tally)."""
+    cg = Cgroups()
+    path = cg.make("/lwtest-short-%d/app.scope" % os.getpid())
+    script = ("import ctypes, os, select, sys\n"
+              "ctypes.CDLL(None).prctl(15, b'lwshort', 0, 0, 0)\n"
+              "ep = select.epoll()\n"
+              "n = 0\n"
+              "for _ in range(60):\n"
+              "    ep.poll(0.002)\n"
+              "    n += 1\n"
+              "print(n, flush=True)\n")
+    tmp = tempfile.mkdtemp(prefix="loopwatch-fleet-")
+    lw = PromLoopwatch(ctx, tmp, "--comm", "lwshort", "-i", 3, "--prom-min-iterations", 0,
+                       interval=3)
+    procs = []
+    try:
+        lw.start()
+        time.sleep(1.0)
+        for _ in range(8):
+            # moved into the cgroup before it runs: sh waits for its line, then execs
+            p = subprocess.Popen(["/bin/sh", "-c", "read go; exec %s -c \"$0\"" %
+                                  sys.executable, script], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, text=True)
+            cg.move(p.pid, path)
+            procs.append(p)
+        ran = 0
+        for p in procs:
+            out, _ = p.communicate("go\n", timeout=60)
+            ran += int(out)
+        # two intervals later every one of them is drained, long gone
+        time.sleep(6.5)
+        series = select(read_metrics(lw.path), "loopwatch_loop_iterations_total",
+                        comm="lwshort")
+        lw.stop(signal.SIGTERM)
+        exe = os.path.realpath(sys.executable)
+        print("series:", series, "iterations the loops ran:", ran)
+        assert [l for l, _ in series if not l.get("exe") or not l.get("cgroup")] == [], series
+        assert [(l["exe"], l["cgroup"]) for l, _ in series] == [(exe, path)], series
+        # each loop's last wait is no iteration of the kernel's count (none followed)
+        assert ran - 8 <= series[0][1] <= ran, (series, ran)
+    finally:
+        for p in procs:
+            p.kill()
+        lw.kill()
+        time.sleep(0.2)
+        cg.cleanup()
+        shutil.rmtree(tmp, ignore_errors=True)
+
 class IntervalClock:
     """loopwatch --json -i 0.2 with the given flags, its stdout read as it comes: the
     wall times loopwatch itself stamped on its interval lines, one per collection."""
@@ -583,6 +732,32 @@ def test_fleet_rules_dashboard_and_manifests_validate(ctx):
         assert r.returncode == 1 and "hostPid" in r.stdout, r.stdout
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_listen_is_said_to_be_unauthenticated_and_the_examples_bind_one_address(ctx):
+    """--listen has no authentication: --help and the man page say so and that :PORT is
+    every interface; the DaemonSet binds the pod's IP and the systemd drop-in one
+    address (with a firewall allow-list), neither ":PORT"."""
+    r = subprocess.run([ctx.loopwatch, "--help"], stdout=subprocess.PIPE, text=True,
+                       timeout=20)
+    usage = r.stdout[r.stdout.index("--listen ADDR:PORT"):]
+    usage = usage[:usage.index("\n      --", 1)]
+    for said in ("every interface", "No authentication"):
+        assert said in usage, usage
+    man = open(os.path.join(REPO, "tools", "loopwatch.8")).read()
+    man = man[man.index("\\-\\-listen"):]
+    man = man[:man.index(".TP")]
+    for said in ("every interface", "no authentication"):
+        assert said in man, man
+
+    daemonset = open(os.path.join(REPO, "tools", "deploy", "daemonset.yaml")).read()
+    assert re.findall(r"^\s+- --listen=(\S+)$", daemonset, re.M) == ["$(POD_IP):9977"], \
+        daemonset
+    assert "fieldPath: status.podIP" in daemonset, daemonset
+    unit = open(os.path.join(REPO, "tools", "systemd", "loopwatch.service")).read()
+    binds = re.findall(r"--listen (\S+)", unit)
+    assert binds and not [b for b in binds if b.startswith(":")], binds
+    assert re.search(r"^#\s+IPAddressAllow=\S", unit, re.M), unit
 
 
 if __name__ == "__main__":

@@ -4,12 +4,14 @@ bytes to a terminal or a log unsanitized."""
 import json
 import os
 import shutil
+import signal
+import socket
 import stat
 import subprocess
 import tempfile
 import time
 
-from lwtest import load_truth, of_type, run_traced, tmpfile, write_script
+from lwtest import Workload, load_truth, of_type, run_traced, tmpfile, write_script
 
 PLACEHOLDER = b"inject_named_for_patching_0123456789abcdef0123456789abcdef01234567"
 # a window title, a bell, a line of its own that looks like loopwatch's, a screen clear
@@ -36,26 +38,83 @@ def unsafe_chars(text):
             0x202a <= ord(c) <= 0x202e or 0x2066 <= ord(c) <= 0x2069]
 
 
-def test_prom_file_never_replaces_a_device_or_fifo(ctx):
-    """--prom-file on a device node (a private copy of /dev/null and /dev/zero) or a FIFO:
-    exit 2 at once, the node untouched."""
+# every output written whole and renamed into place, and its file name in the temp dir
+FILE_OUTPUTS = {"--report": "report.md", "--folded": "stacks.folded", "--trace": "trace.json",
+                "--prom-file": "loopwatch.prom"}
+
+
+def test_file_outputs_never_replace_a_device_fifo_socket_or_directory(ctx):
+    """--report, --folded, --trace and --prom-file on a device node (private copies of
+    /dev/null and /dev/zero), a FIFO, a socket or a directory: exit 2 at once with one
+    line naming the flag and the path, the node untouched."""
     d = tempfile.mkdtemp(prefix="loopwatch-dev-")
+    sock = socket.socket(socket.AF_UNIX)
     try:
         nodes = {"null": (1, 3), "zero": (1, 5)}
         for name, (major, minor) in nodes.items():
             os.mknod(os.path.join(d, name), 0o666 | stat.S_IFCHR, os.makedev(major, minor))
         os.mkfifo(os.path.join(d, "fifo"))
-        for name in ("null", "zero", "fifo"):
-            path = os.path.join(d, name)
-            r = run_cli(ctx, "--prom-file", path, "-d", 1)
-            assert_one_line_status_2(r, name)
-            assert "not a regular file" in r.stderr, r.stderr
-            st = os.lstat(path)
-            assert (stat.S_ISFIFO(st.st_mode) if name == "fifo" else
-                    stat.S_ISCHR(st.st_mode) and st.st_rdev == os.makedev(*nodes[name])), \
-                "%s was replaced: mode %o" % (name, st.st_mode)
-        assert sorted(os.listdir(d)) == ["fifo", "null", "zero"], os.listdir(d)
+        sock.bind(os.path.join(d, "sock"))
+        os.mkdir(os.path.join(d, "dir"))
+        kinds = {"null": stat.S_ISCHR, "zero": stat.S_ISCHR, "fifo": stat.S_ISFIFO,
+                 "sock": stat.S_ISSOCK, "dir": stat.S_ISDIR}
+        for flag in FILE_OUTPUTS:
+            for name, is_kind in kinds.items():
+                path = os.path.join(d, name)
+                r = run_cli(ctx, flag, path, "-d", 1)
+                assert_one_line_status_2(r, (flag, name))
+                assert flag + " " + path in r.stderr, r.stderr
+                assert ("is a directory" if name == "dir" else "not a regular file") in \
+                    r.stderr, r.stderr
+                st = os.lstat(path)
+                assert is_kind(st.st_mode), "%s %s was replaced: mode %o" % (flag, name,
+                                                                             st.st_mode)
+                if name in nodes:
+                    assert st.st_rdev == os.makedev(*nodes[name]), (flag, name)
+        assert sorted(os.listdir(d)) == sorted(kinds), os.listdir(d)
     finally:
+        sock.close()
+        shutil.rmtree(d)
+
+
+def test_squatters_at_the_temp_name_neither_hang_nor_are_followed(ctx):
+    """A FIFO and a symlink (to a file of ours) planted at every output's temp name before
+    loopwatch starts -- .NAME.PID.tmp, and NAME.PID.tmp as an older version named it: no
+    hang, the link's target untouched, every output written."""
+    d = tempfile.mkdtemp(prefix="loopwatch-squat-")
+    victim = os.path.join(d, "victim")
+    with open(victim, "w") as f:
+        f.write("keep me\n")
+    # sh's pid is loopwatch's after exec: the temp names are known before it runs
+    args = " ".join("%s %s" % (flag, os.path.join(d, name)) for flag, name in
+                    FILE_OUTPUTS.items())
+    p = subprocess.Popen(["/bin/sh", "-c", "read go; exec %s --quiet -d 1 %s" %
+                          (ctx.loopwatch, args)], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for i, name in enumerate(FILE_OUTPUTS.values()):
+            for tmp in (".%s.%d.tmp" % (name, p.pid), "%s.%d.tmp" % (name, p.pid)):
+                if i % 2:
+                    os.mkfifo(os.path.join(d, tmp))
+                else:
+                    os.symlink(victim, os.path.join(d, tmp))
+        try:
+            out, err = p.communicate("go\n", timeout=30)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("loopwatch hung on a squatted temp name")
+        assert p.returncode == 0, (p.returncode, err)
+        with open(victim) as f:
+            assert f.read() == "keep me\n"
+        for name in FILE_OUTPUTS.values():
+            st = os.lstat(os.path.join(d, name))
+            # folded stacks may be empty: nothing stalled in one second
+            assert stat.S_ISREG(st.st_mode) and (st.st_size > 0 or name == "stacks.folded"), \
+                (name, st)
+            assert not os.path.exists(os.path.join(d, ".%s.%d.tmp" % (name, p.pid))), name
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
         shutil.rmtree(d)
 
 
@@ -106,6 +165,121 @@ def test_prom_file_write_errors_say_why_and_stale_temp_files_go(ctx):
         assert not os.path.exists(stale), os.listdir(d)
         assert os.path.exists(live), os.listdir(d)
     finally:
+        subprocess.run(["umount", d])
+        shutil.rmtree(d)
+
+
+EPOLL_LOOP = ("import os, select, sys, time\n"
+              "ep = select.epoll()\n"
+              "print(os.getpid(), flush=True)\n"
+              "sys.stdin.readline()\n"
+              "for _ in range(100):\n"
+              "    ep.poll(0.02)\n"
+              "    t = time.perf_counter() + 0.01\n"
+              "    while time.perf_counter() < t:\n"
+              "        pass\n")
+
+
+def traced_into(ctx, stdout, *flags):
+    """loopwatch -p on a Python epoll loop that stalls 10 ms per tick, stdout to the file
+    object given: its exit status and stderr."""
+    w = Workload(["/usr/bin/python3", "-c", EPOLL_LOOP])
+    try:
+        p = subprocess.Popen([ctx.loopwatch, "-p", str(w.pid), "-d", "30", "--threshold", "5"] +
+                             [str(f) for f in flags], stdout=stdout, stderr=subprocess.PIPE,
+                             stdin=subprocess.DEVNULL, text=True)
+        # the first line on stderr says tracing runs
+        first = p.stderr.readline()
+        w.go()
+        w.wait()
+        err = first + p.stderr.read()
+        p.wait(timeout=60)
+        return p.returncode, err
+    finally:
+        w.kill()
+
+
+def test_a_full_disk_or_dev_full_is_named_and_fails_the_run(ctx):
+    """JSON lines to /dev/full (a private copy), and JSON lines, --report, --folded and
+    --trace onto a full 64 KiB tmpfs: each failure one line naming the output and "No
+    space left on device" (never "Input/output error"), and a non-zero exit."""
+    d = tempfile.mkdtemp(prefix="loopwatch-full-")
+    full = os.path.join(d, "full")
+    os.mknod(full, 0o666 | stat.S_IFCHR, os.makedev(1, 7))
+    mnt = os.path.join(d, "mnt")
+    os.mkdir(mnt)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", mnt], check=True)
+    try:
+        with open(full, "w") as out:
+            status, err = traced_into(ctx, out, "--json")
+        assert status != 0, err
+        said = [l for l in err.splitlines() if "cannot write" in l]
+        assert len(said) == 1 and "stdout: No space left on device" in said[0], err
+
+        with open(os.path.join(mnt, "filler"), "wb") as f:
+            try:
+                f.write(b"x" * (1 << 20))
+            except OSError:
+                pass
+        paths = {flag: os.path.join(mnt, name) for flag, name in FILE_OUTPUTS.items()
+                 if flag != "--prom-file"}
+        with open(os.path.join(mnt, "lines.json"), "w") as out:
+            status, err = traced_into(ctx, out, "--json", *sum(paths.items(), ()))
+        assert status != 0, err
+        assert "Input/output error" not in err, err
+        assert "cannot write stdout: No space left on device" in err, err
+        for flag, path in paths.items():
+            line = "cannot write %s %s: No space left on device" % (flag, path)
+            assert err.count(line) == 1, (line, err)
+        assert not [n for n in os.listdir(mnt) if n.endswith(".tmp")], os.listdir(mnt)
+    finally:
+        subprocess.run(["umount", mnt])
+        shutil.rmtree(d)
+
+
+def test_a_failed_write_mid_run_fails_the_run_though_the_last_one_worked(ctx):
+    """--report's SIGUSR1 snapshot and --prom-file's interval writes onto a full 64 KiB
+    tmpfs fail (said once each); space is freed and the writes at exit work: the files
+    are there, and the exit status is still 1."""
+    d = tempfile.mkdtemp(prefix="loopwatch-full-")
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", d], check=True)
+    report, prom = os.path.join(d, "report.md"), os.path.join(d, "loopwatch.prom")
+    p = None
+    try:
+        filler = os.path.join(d, "filler")
+        with open(filler, "wb") as f:
+            try:
+                f.write(b"x" * (1 << 20))
+            except OSError:
+                pass
+        p = subprocess.Popen([ctx.loopwatch, "--json", "-d", "6", "--report", report,
+                              "--prom-file", prom, "--prom-interval", "0.2"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             stdin=subprocess.DEVNULL, text=True)
+        err = ""
+        while "tracing" not in err:
+            line = p.stderr.readline()
+            assert line, err
+            err += line
+        p.send_signal(signal.SIGUSR1)
+        while "cannot write --report" not in err or "cannot write --prom-file" not in err:
+            line = p.stderr.readline()
+            assert line, err
+            err += line
+        os.unlink(filler)
+        err += p.stderr.read()
+        p.wait(timeout=60)
+        said = [l for l in err.splitlines() if "cannot write" in l]
+        assert sorted(said) == sorted([
+            "loopwatch: cannot write --report %s: No space left on device" % report,
+            "loopwatch: cannot write --prom-file %s: No space left on device" % prom]), said
+        for path in (report, prom):
+            assert os.path.getsize(path) > 0, os.listdir(d)
+        assert p.returncode == 1, (p.returncode, err)
+    finally:
+        if p and p.poll() is None:
+            p.kill()
+            p.wait()
         subprocess.run(["umount", d])
         shutil.rmtree(d)
 
@@ -181,6 +355,33 @@ def test_one_thread_one_name_with_a_newline_and_c1_in_it(ctx):
     assert stalls and rows, lines[-3:]
     names = {(l["comm"], l["thread"]) for l in stalls + rows}
     assert names == {("ev?il?1", "ev?il?1")}, names
+
+
+def test_a_process_named_with_a_newline_is_set_up_like_any_other(ctx):
+    """A Python loop that names itself "a\\nb) 1 (" (prctl): /proc/PID/stat's comm is
+    read to its last ')', so the process is set up -- its stalls' CPU stacks hold the
+    Python function spin, as under any other name."""
+    script = ("import ctypes, os, select, sys, time\n"
+              "ctypes.CDLL(None).prctl(15, b'a\\nb) 1 (', 0, 0, 0)\n"
+              "def spin():\n"
+              "    t = time.perf_counter() + 0.02\n"
+              "    while time.perf_counter() < t:\n"
+              "        pass\n"
+              "ep = select.epoll()\n"
+              "print(os.getpid(), flush=True)\n"
+              "sys.stdin.readline()\n"
+              "for _ in range(40):\n"
+              "    ep.poll(0.01)\n"
+              "    spin()\n")
+    pid, lines = run_traced(ctx, ["/usr/bin/python3", "-c", script], "--threshold", 5)
+    stalls = of_type(lines, "stall", pid=pid)
+    assert len(stalls) >= 10, len(stalls)
+    assert {s["comm"] for s in stalls} == {"a?b) 1 ("}, {s["comm"] for s in stalls}
+    py = [f for s in stalls for st in s["stacks"] for f in st["frames"]
+          if f.get("kind") == "python"]
+    assert any(f["func"] == "spin" for f in py), \
+        "no Python frame in %d stalls: %s" % (len(stalls), [
+            [f["func"] for f in st["frames"]] for s in stalls[:3] for st in s["stacks"]])
 
 
 def test_alert_exec_never_runs_a_program_from_the_working_directory(ctx):

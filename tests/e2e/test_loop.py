@@ -226,7 +226,7 @@ def test_a_hung_loop_stays_in_view(ctx):
     assert 2950 <= s["lag_ms"]["max"] <= 3300, s
 
 
-def stall_storm(ctx, text):
+def stall_storm(ctx, text, *flags):
     """A Python loop making ~5k stalls a second (--threshold 0.02) while loopwatch is
     stopped for a second: its ring buffer (1 MiB, ~300 stalls) overflows. Loopwatch's
     JSON lines (text: its text lines)."""
@@ -242,7 +242,7 @@ def stall_storm(ctx, text):
               "        pass\n")
     w = Workload(["/usr/bin/python3", "-c", script])
     lw = Loopwatch(ctx, "-p", w.pid, "-d", 30, "--threshold", 0.02, "--sample-hz", 100,
-                   "--ring-buffer", 1, text=text)
+                   "--ring-buffer", 1, *flags, text=text)
     try:
         lw.start()
         w.go()
@@ -259,12 +259,24 @@ def stall_storm(ctx, text):
 
 def test_dropped_events_are_said_in_every_output(ctx):
     """Events the kernel could not send up (a full ring buffer) are counted in the JSON
-    lines and the text, each interval and in the summary, never silently lost."""
-    lines = stall_storm(ctx, False)
+    lines and the text, each interval and in the summary, and in the report's and the
+    trace's totals: never silently lost."""
+    report, trace = tmpfile(".md"), tmpfile(".json")
+    try:
+        lines = stall_storm(ctx, False, "--report", report, "--trace", trace)
+        with open(report) as f:
+            md = f.read()
+        with open(trace) as f:
+            other = json.load(f)["otherData"]
+    finally:
+        os.unlink(report)
+        os.unlink(trace)
     dropped = of_type(lines, "dropped")
     # one line per interval that lost events, and the summary's total last
     assert len(dropped) >= 2 and all(d["events"] > 0 for d in dropped[:-1]), dropped
     assert dropped[-1]["total"] == sum(d["events"] for d in dropped), dropped
+    assert "**Events lost: %d**" % dropped[-1]["total"] in md, md[:600]
+    assert other["events_lost_ring_buffer"] == dropped[-1]["total"], other
     text = "\n".join(stall_storm(ctx, True))
     assert " DROPPED " in text and "Dropped: " in text, text[-2000:]
 
@@ -283,3 +295,37 @@ def test_a_process_with_no_loop_thread_is_said_once(ctx):
     assert r.returncode == 0, r.stderr
     said = [l for l in r.stderr.splitlines() if "has no loop thread" in l]
     assert len(said) == 1 and "(sleep)" in said[0] and str(sleeper.pid) in said[0], r.stderr
+
+
+def test_loopwatch_never_watches_itself_in_a_pid_namespace(ctx):
+    """loopwatch in a pid namespace of its own (a container without hostPID), watching
+    the whole machine: an epoll loop beside it is watched, loopwatch's own main loop
+    (getpid() 1 there, another pid to the kernel) never is -- no row, stall or alert."""
+    script = ("import os, select, sys, time\n"
+              "ep = select.epoll()\n"
+              "print(os.getpid(), flush=True)\n"
+              "sys.stdin.readline()\n"
+              "for _ in range(60):\n"
+              "    ep.poll(0.02)\n"
+              "    t = time.perf_counter() + 0.01\n"
+              "    while time.perf_counter() < t:\n"
+              "        pass\n")
+    w = Workload(["/usr/bin/python3", "-c", script])
+    lw = Loopwatch(ctx, "-d", 4, "-i", 0.25, "--threshold", 5, "--alert-ms", 0.5,
+                   wrap=["unshare", "--pid", "--fork", "--mount-proc"])
+    try:
+        lw.start()
+        with open("/proc/%d/task/%d/children" % (lw.proc.pid, lw.proc.pid)) as f:
+            host_pid = int(f.read().split()[0])
+        with open("/proc/%d/comm" % host_pid) as f:
+            assert f.read().strip() == "loopwatch"
+        w.go()
+        w.wait()
+        lines = lw.stop()
+    finally:
+        w.kill()
+        lw.kill()
+    assert of_type(lines, "interval", pid=w.pid), "the workload's loop was not watched"
+    mine = [l for l in lines if l.get("pid") == host_pid]
+    assert not mine, "loopwatch (pid %d) watched itself: %s" % (host_pid, mine[:3])
+    assert "ALERT loopwatch[%d]" % host_pid not in lw.stderr, lw.stderr[-1000:]

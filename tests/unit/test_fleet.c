@@ -41,6 +41,13 @@ static void test_identity(void)
 		{ "/kubepods/pod" UID, CGROUP_K8S, "", "", UID },
 		/* kind-style: a cluster inside a container */
 		{ "/docker/" CID "/kubelet.slice/x/kubepods/pod" UID "/" CID, CGROUP_K8S, "", CID, UID },
+		/* kind's systemd driver: the kubelet's slice prefixes every kubepods slice */
+		{ "/system.slice/docker-" CID ".scope/kubelet.slice/kubelet-kubepods.slice/"
+		  "kubelet-kubepods-besteffort.slice/kubelet-kubepods-besteffort-pod"
+		  "1d2c3b4a_0000_4111_8222_333344445555.slice/cri-containerd-"
+		  "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210.scope",
+		  CGROUP_K8S, "", "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210",
+		  UID },
 		/* a pod uid outside kubepods is no pod; a bad uid is none */
 		{ "/pod" UID, CGROUP_NONE, "", "", "" },
 		{ "/kubepods/pod1d2c3b4a-0000-4111-8222-33334444555", CGROUP_NONE, "", "", "" },
@@ -142,6 +149,20 @@ static void test_kubelet_names(void)
 	CHECK(!kubelet__names(dir, "", "2222222222222222222222222222222222222222222222222222222222222222",
 			      &n), "a name without its three parts is ignored");
 	CHECK(!kubelet__names("/nonexistent-loopwatch", UID, CID, &n) && !n.ns[0], "no directory");
+
+	/* cached: a pod container's directories are read once, however many threads ask */
+	struct kubelet_cache *c = kubelet_cache__new(dir);
+
+	for (int i = 0; c && i < 100; i++) {
+		CHECK(kubelet_cache__names(c, UID, CID, &n) && !strcmp(n.container, "api"),
+		      "cached container %d: %s", i, n.container);
+		kubelet_cache__names(c, "99999999-0000-4111-8222-333344445555", "", &n);
+		kubelet_cache__names(c, UID, "", &n);
+	}
+	/* one read each; the two partial answers are asked again only after the retry time */
+	CHECK(c && kubelet_cache__reads(c) == 3, "%lu reads for 300 lookups",
+	      c ? kubelet_cache__reads(c) : 0);
+	kubelet_cache__free(c);
 	snprintf(sub, sizeof(sub), "rm -rf '%s'", dir);
 	CHECK(system(sub) == 0, "cleanup");
 }

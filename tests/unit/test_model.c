@@ -51,11 +51,12 @@ static bool fake__names(void *ctx, __u32 pid, __u32 tid, char *comm, char *threa
 }
 
 static void fake__facts(void *ctx, __u32 pid, char *exe, size_t exe_len, char *cgroup,
-			size_t cgroup_len)
+			size_t cgroup_len, struct cgroup_identity *cg)
 {
 	(void)ctx;
 	snprintf(exe, exe_len, "/usr/bin/server-%u", pid);
 	snprintf(cgroup, cgroup_len, "/system.slice/server.service");
+	cgroup__identity(cgroup, cg);
 }
 
 static const struct model_source src = {

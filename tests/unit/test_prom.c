@@ -191,6 +191,8 @@ static void thread__label(struct model *m, __u32 tid)
 
 	strcpy(t->exe, "/usr/bin/server");
 	strcpy(t->cgroup, "/system.slice/server.service");
+	/* what the tracker gives with the path: its identity */
+	cgroup__identity(t->cgroup, &t->cg);
 }
 
 static void test_buckets_exact(void)
@@ -865,6 +867,7 @@ static struct loop_thread *thread__in(struct model *m, __u32 pid, const char *cg
 	t = thread__find(m, pid);
 	strcpy(t->exe, "/usr/bin/server");
 	snprintf(t->cgroup, sizeof(t->cgroup), "%s", cgroup);
+	cgroup__identity(cgroup, &t->cg);
 	return t;
 }
 

@@ -206,9 +206,13 @@ static int collector__map_unwind(struct collector *c)
 	return c->uw_rows && c->uw_pages ? 0 : -errno;
 }
 
+/* the host's pid namespace's inode number, fixed by the kernel (PROC_PID_INIT_INO) */
+#define PIDNS_INIT_INO 0xEFFFFFFCU
+
 struct collector *collector__open(const struct collector_opts *opts, char *err, size_t errlen)
 {
 	struct collector *c;
+	struct stat st;
 	int ret;
 
 	libbpf_verbose = opts->verbose;
@@ -253,6 +257,11 @@ struct collector *collector__open(const struct collector_opts *opts, char *err, 
 
 	/* Options reach BPF as read-only data, set before load */
 	c->skel->rodata->self_pid = (__u32)getpid();
+	if (!stat("/proc/self/ns/pid", &st) && st.st_ino != PIDNS_INIT_INO) {
+		/* a pid namespace of our own: getpid() is not what BPF sees */
+		c->skel->rodata->self_pidns_dev = st.st_dev;
+		c->skel->rodata->self_pidns_ino = st.st_ino;
+	}
 	c->skel->rodata->filter_pid = opts->npids > 0;
 	c->skel->rodata->stall_threshold_ns = opts->stall_threshold_ns;
 	c->skel->rodata->slow_threshold_ns = opts->slow_threshold_ns;

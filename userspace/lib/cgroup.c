@@ -99,7 +99,9 @@ bool cgroup__identity(const char *path, struct cgroup_identity *id)
 	for (const char *c = path; *c; ) {
 		size_t n = strcspn(c, "/");
 
-		if (n >= 8 && !memcmp(c, "kubepods", 8))
+		/* kind's nodes nest the kubelet's slice: kubelet-kubepods-….slice */
+		if ((n >= 8 && !memcmp(c, "kubepods", 8)) ||
+		    (n >= 16 && !memcmp(c, "kubelet-kubepods", 16)))
 			kubepods = true;
 		if (kubepods && n)
 			component__pod_uid(c, n, id->pod_uid);

@@ -6,7 +6,8 @@
  * parsed as untrusted: bounded, every output validated.
  *
  * Precedence (the first that matches names the service):
- *  1. Kubernetes: a component starting with "kubepods" and a pod component
+ *  1. Kubernetes: a component starting with "kubepods" (or
+ *     "kubelet-kubepods": kind nests the kubelet's slices) and a pod component
  *     (systemd driver: kubepods-burstable-pod<uid with _>.slice; cgroupfs
  *     driver: pod<uid>) give pod_uid; the innermost 64-hex container id gives
  *     container_id.

@@ -164,9 +164,9 @@ static struct loop_thread *model__add(struct model *m, const struct lw_loop *sna
 	str__sanitize(t->thread);
 	if (m->src && m->src->facts)
 		m->src->facts(m->src->ctx, t->pid, t->exe, sizeof(t->exe), t->cgroup,
-			      sizeof(t->cgroup));
-	if (m->src && m->src->k8s_names && t->cgroup[0])
-		m->src->k8s_names(m->src->ctx, t->cgroup, &t->k8s);
+			      sizeof(t->cgroup), &t->cg);
+	if (m->src && m->src->k8s_names && t->cg.kind == CGROUP_K8S)
+		m->src->k8s_names(m->src->ctx, &t->cg, &t->k8s);
 	t->hash_next = m->hash[t->tid % MODEL_HASH];
 	m->hash[t->tid % MODEL_HASH] = t;
 	m->threads[m->nthreads++] = t;
@@ -207,7 +207,7 @@ static void model__ingest(const struct lw_loop *snap, void *arg)
 			/* a new name: maybe a new program (exec), its exe too */
 			if (strcmp(comm, t->comm) && m->src->facts)
 				m->src->facts(m->src->ctx, t->pid, t->exe, sizeof(t->exe), t->cgroup,
-					      sizeof(t->cgroup));
+					      sizeof(t->cgroup), &t->cg);
 			memcpy(t->comm, comm, LW_COMM_LEN);
 			memcpy(t->thread, thread, LW_COMM_LEN);
 		}

@@ -45,7 +45,8 @@ struct loop_thread {
 	char comm[LW_COMM_LEN];
 	char thread[LW_COMM_LEN];
 	char exe[256];		/* "" when unreadable */
-	char cgroup[256];	/* cgroup v2 path, "" when unknown */
+	char cgroup[256];	/* cgroup v2 path ("..." ends one cut short), "" when unknown */
+	struct cgroup_identity cg;	/* its service, from the whole path however long */
 	struct k8s_names k8s;	/* its pod's names, "" when none or unknown */
 	bool exited;
 	bool closed;		/* exited, and its last interval shown: nothing more to compute */
@@ -100,11 +101,14 @@ struct model_source {
 	void (*probe_label)(void *ctx, __u32 id, char *buf, size_t len);
 	/* a live thread's process and thread names (LW_COMM_LEN); false when gone */
 	bool (*names)(void *ctx, __u32 pid, __u32 tid, char *comm, char *thread);
-	/* a process's executable and cgroup, "" when unknown */
+	/*
+	 * a process's executable and cgroup path, "" when unknown, and the
+	 * service identity of the whole path (which the label may cut short)
+	 */
 	void (*facts)(void *ctx, __u32 pid, char *exe, size_t exe_len, char *cgroup,
-		      size_t cgroup_len);
-	/* the Kubernetes names of the pod container a cgroup path names, "" when none */
-	void (*k8s_names)(void *ctx, const char *cgroup, struct k8s_names *out);
+		      size_t cgroup_len, struct cgroup_identity *cg);
+	/* the Kubernetes names of the pod container an identity names, "" when none */
+	void (*k8s_names)(void *ctx, const struct cgroup_identity *cg, struct k8s_names *out);
 };
 
 /* what model__drain reads */

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <dirent.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include "lib/clock.h"
 #include "proc/kubelet.h"
 
 /* a node runs at most a few hundred pods: past this many entries the directory is not kubelet's */
@@ -102,4 +104,81 @@ bool kubelet__names(const char *log_dir, const char *pod_uid, const char *contai
 		return false;
 	*out = pod;
 	return true;
+}
+
+struct kubelet_entry {
+	char pod_uid[CGROUP_UID_LEN];
+	char container_id[CGROUP_ID_LEN];
+	struct k8s_names names;
+	bool found;
+	double asked_s;		/* monotonic */
+};
+
+struct kubelet_cache {
+	const char *log_dir;
+	struct kubelet_entry v[KUBELET_CACHE_MAX];
+	size_t n;
+	size_t next;		/* the slot replaced next once full */
+	unsigned long reads;
+};
+
+struct kubelet_cache *kubelet_cache__new(const char *log_dir)
+{
+	struct kubelet_cache *c = calloc(1, sizeof(*c));
+
+	if (c)
+		c->log_dir = log_dir;
+	return c;
+}
+
+void kubelet_cache__free(struct kubelet_cache *c)
+{
+	free(c);
+}
+
+unsigned long kubelet_cache__reads(const struct kubelet_cache *c)
+{
+	return c->reads;
+}
+
+static struct kubelet_entry *cache__find(struct kubelet_cache *c, const char *pod_uid,
+					 const char *container_id)
+{
+	for (size_t i = 0; i < c->n; i++) {
+		struct kubelet_entry *e = &c->v[i];
+
+		if (!strcmp(e->pod_uid, pod_uid) && !strcmp(e->container_id, container_id))
+			return e;
+	}
+	return NULL;
+}
+
+bool kubelet_cache__names(struct kubelet_cache *c, const char *pod_uid,
+			  const char *container_id, struct k8s_names *out)
+{
+	struct kubelet_entry *e = cache__find(c, pod_uid, container_id);
+	double now = clock__mono();
+
+	if (e && (e->names.container[0] || now - e->asked_s < KUBELET_RETRY_S)) {
+		*out = e->names;
+		return e->found;
+	}
+	if (!e) {
+		if (strlen(pod_uid) >= sizeof(e->pod_uid) ||
+		    strlen(container_id) >= sizeof(e->container_id))
+			return kubelet__names(c->log_dir, pod_uid, container_id, out);
+		if (c->n < KUBELET_CACHE_MAX) {
+			e = &c->v[c->n++];
+		} else {
+			e = &c->v[c->next];
+			c->next = (c->next + 1) % KUBELET_CACHE_MAX;
+		}
+		snprintf(e->pod_uid, sizeof(e->pod_uid), "%s", pod_uid);
+		snprintf(e->container_id, sizeof(e->container_id), "%s", container_id);
+	}
+	c->reads++;
+	e->found = kubelet__names(c->log_dir, pod_uid, container_id, &e->names);
+	e->asked_s = now;
+	*out = e->names;
+	return e->found;
 }

@@ -20,4 +20,25 @@
 bool kubelet__names(const char *log_dir, const char *pod_uid, const char *container_id,
 		    struct k8s_names *out);
 
+/*
+ * kubelet__names once per pod container: a node's directories hold
+ * thousands of entries, and every new loop thread of a pod asks again. A
+ * full answer (namespace, pod, container) never changes for a container id
+ * and is kept; a partial one or a miss is asked again after
+ * KUBELET_RETRY_S (the container's log link may come later). At most
+ * KUBELET_CACHE_MAX entries, the oldest replaced.
+ */
+#define KUBELET_CACHE_MAX 1024
+#define KUBELET_RETRY_S 10.0
+
+struct kubelet_cache;
+
+/* NULL when out of memory; log_dir is kept, not copied */
+struct kubelet_cache *kubelet_cache__new(const char *log_dir);
+void kubelet_cache__free(struct kubelet_cache *c);
+bool kubelet_cache__names(struct kubelet_cache *c, const char *pod_uid,
+			  const char *container_id, struct k8s_names *out);
+/* how many times the directories were read (kubelet__names calls) */
+unsigned long kubelet_cache__reads(const struct kubelet_cache *c);
+
 #endif

@@ -116,30 +116,19 @@ static bool file__read_small(const char *path, char *buf, size_t len)
 	return true;
 }
 
-/* A small file's first line, NUL-terminated, or false. */
-static bool file__read_line(const char *path, char *buf, size_t len)
-{
-	if (!file__read_small(path, buf, len))
-		return false;
-	buf[strcspn(buf, "\n")] = '\0';
-	return true;
-}
-
 /*
- * Field 22 of /proc/PID/stat (start time) and field 48 (arg_start: where the
- * current program image put its arguments, which an exec moves; 0 when the
- * kernel hides it or for a zombie). comm (field 2) may hold spaces and ')'.
+ * comm (field 2) is whatever the process named itself (prctl PR_SET_NAME):
+ * spaces, '(', ')' and newlines included, so it is the text between the
+ * first '(' and the LAST ')', and the fields after it are read from there,
+ * never from a line the name may have cut short.
  */
-static bool stat__identity(int pid, uint64_t *start_time, uint64_t *image)
+bool proc_stat__parse(const char *text, uint64_t *start_time, uint64_t *image)
 {
-	char path[64], buf[2048], *p, *end;
+	const char *p = strrchr(text, ')');
+	char *end;
 
-	*image = 0;
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	if (!file__read_line(path, buf, sizeof(buf)))
-		return false;
-	p = strrchr(buf, ')');
-	if (!p)
+	*start_time = *image = 0;
+	if (!p || !strchr(text, '(') || strchr(text, '(') > p)
 		return false;
 	p++;
 	for (int field = 3; field <= 48; field++) {
@@ -148,17 +137,31 @@ static bool stat__identity(int pid, uint64_t *start_time, uint64_t *image)
 		if (field == 22 || field == 48) {
 			errno = 0;
 			*(field == 22 ? start_time : image) = strtoull(p, &end, 10);
-			if (end == p || errno)
+			if (end == p || errno) {
+				*image = 0;
 				return field == 48;	/* an old kernel without it */
+			}
 			p = end;
 			continue;
 		}
-		while (*p && *p != ' ')
+		while (*p && *p != ' ' && *p != '\n')
 			p++;
-		if (!*p)
+		if (!*p || *p == '\n')
 			return field > 22;
 	}
 	return true;
+}
+
+/* Field 22 (start time) and field 48 (arg_start) of /proc/PID/stat. */
+static bool stat__identity(int pid, uint64_t *start_time, uint64_t *image)
+{
+	char path[64], buf[2048];
+
+	*image = 0;
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (!file__read_small(path, buf, sizeof(buf)))
+		return false;
+	return proc_stat__parse(buf, start_time, image);
 }
 
 static bool stat__start_time(int pid, uint64_t *out)

@@ -41,6 +41,11 @@ uint64_t proc__start_time(const struct proc *p);
  * after an exec, which the table treats as a new process; 0 when unknown.
  */
 uint64_t proc__image(const struct proc *p);
+/*
+ * /proc/PID/stat's text (NUL-terminated): its start time (field 22) and
+ * arg_start (field 48; 0 when absent). false when there is no start time.
+ */
+bool proc_stat__parse(const char *text, uint64_t *start_time, uint64_t *image);
 /* false once the process is known to have exited (its entry stays for late events) */
 bool proc__alive(const struct proc *p);
 

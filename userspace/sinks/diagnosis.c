@@ -65,7 +65,7 @@ static int diagnosis__open(struct sink *s, const struct sink_config *cfg, char *
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	if (outfile__init(&d->file, cfg->report, "--report", err, errlen)) {
+	if (outfile__init(&d->file, cfg->report, "--report", 0, err, errlen)) {
 		diagnosis__free(d);
 		return -1;
 	}
@@ -409,6 +409,11 @@ static int diagnosis__write(struct diagnosis *d, const struct model *m, double t
 		"iteration of %.0f ms or more (`--threshold`); the attribution below covers "
 		"stall time, the only time with stacks.\n\n", when,
 		final ? "at exit" : "on SIGUSR1", m->run_s, d->threshold_ms);
+	/* a report that looks complete but is not would send the reader the wrong way */
+	if (m->events_dropped)
+		fprintf(out, "**Events lost: %llu** stalls, blocking and probed calls never reached "
+			"loopwatch (the kernel's ring buffer was full); the numbers below miss "
+			"them.\n\n", (unsigned long long)m->events_dropped);
 	procs = attribution__procs(m->attr, &n);
 	for (size_t i = 0; procs && i < n; i++)
 		process__print(out, d, m, &procs[i]);
@@ -425,7 +430,10 @@ static void diagnosis__snapshot(struct sink *s, const struct model *m, double ts
 
 static int diagnosis__summary(struct sink *s, const struct model *m, double ts)
 {
-	return diagnosis__write(s->priv, m, ts, true) ? 1 : 0;
+	struct diagnosis *d = s->priv;
+
+	/* a snapshot that failed fails the run too, though this last write may work */
+	return diagnosis__write(d, m, ts, true) || outfile__status(&d->file) ? 1 : 0;
 }
 
 static void diagnosis__close(struct sink *s)

@@ -61,7 +61,7 @@ static int folded__open(struct sink *s, const struct sink_config *cfg, char *err
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	if (outfile__init(&fd->file, cfg->folded, "--folded", err, errlen)) {
+	if (outfile__init(&fd->file, cfg->folded, "--folded", 0, err, errlen)) {
 		folded__free(fd);
 		return -1;
 	}
@@ -212,9 +212,11 @@ static void folded__snapshot(struct sink *s, const struct model *m, double ts)
 
 static int folded__summary(struct sink *s, const struct model *m, double ts)
 {
+	struct folded *fd = s->priv;
+
 	(void)m;
 	(void)ts;
-	return folded__write(s->priv) ? 1 : 0;
+	return folded__write(fd) || outfile__status(&fd->file) ? 1 : 0;
 }
 
 static void folded__close(struct sink *s)

@@ -2,6 +2,7 @@
 /* JSON lines: one object per loop thread per interval, per event, per summary row. */
 #include <stdlib.h>
 #include "lib/jsonw.h"
+#include "sinks/stream.h"
 #include "sinks/sink.h"
 
 static bool json__wanted(const struct sink_config *cfg)
@@ -11,10 +12,23 @@ static bool json__wanted(const struct sink_config *cfg)
 
 static int json__open(struct sink *s, const struct sink_config *cfg, char *err, size_t errlen)
 {
-	(void)err;
-	(void)errlen;
-	s->priv = cfg->out;
+	struct stream *st = calloc(1, sizeof(*st));
+
+	if (!st) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	st->f = cfg->out;
+	st->name = "stdout";
+	s->priv = st;
 	return 0;
+}
+
+static FILE *json__out(const struct sink *s)
+{
+	const struct stream *st = s->priv;
+
+	return st->f;
 }
 
 static void loop_view__json(FILE *out, const char *type, double ts,
@@ -87,7 +101,7 @@ static void dropped__json(FILE *out, double ts, __u64 events, __u64 total)
 
 static void json__interval(struct sink *s, const struct model *m, double ts)
 {
-	FILE *out = s->priv;
+	FILE *out = json__out(s);
 	size_t n;
 	struct loop_thread **v = model__sorted(m, false, &n);
 
@@ -97,7 +111,7 @@ static void json__interval(struct sink *s, const struct model *m, double ts)
 	functions__json(out, m, ts, true);
 	if (m->interval_dropped)
 		dropped__json(out, ts, m->interval_dropped, m->events_dropped);
-	fflush(out);
+	stream__flush(s->priv);
 }
 
 static void syscalls__json(FILE *out, const struct model *m, double ts)
@@ -136,25 +150,26 @@ static void probes__json(FILE *out, const struct model *m, double ts)
 	}
 }
 
+/* A failed write anywhere in the run makes the exit status non-zero. */
 static int json__summary(struct sink *s, const struct model *m, double ts)
 {
-	FILE *out = s->priv;
+	FILE *out = json__out(s);
+	struct loop_view sum;
+	size_t n;
+	struct loop_thread **v;
+
 	if (m->events_dropped)
 		dropped__json(out, ts, m->events_dropped - m->dropped_at_interval, m->events_dropped);
 	syscalls__json(out, m, ts);
 	probes__json(out, m, ts);
 	functions__json(out, m, ts, false);
-	struct loop_view sum;
-	size_t n;
-	struct loop_thread **v = model__sorted(m, true, &n);
-
+	v = model__sorted(m, true, &n);
 	for (size_t i = 0; v && i < n; i++) {
 		loop_thread__summary(v[i], &sum);
 		loop_view__json(out, "summary", ts, v[i], &sum);
 	}
 	free(v);
-	fflush(out);
-	return 0;
+	return stream__flush(s->priv);
 }
 
 static void frame__json(FILE *out, const struct frame *f)
@@ -235,7 +250,7 @@ static void stacks__json(FILE *out, const struct stall_report *r)
 
 static void json__stall(struct sink *snk, const struct stall_report *r)
 {
-	FILE *out = snk->priv;
+	FILE *out = json__out(snk);
 
 	fprintf(out, "{\"type\":\"stall\",\"ts\":%.6f,\"pid\":%u,\"tid\":%u,\"comm\":",
 		r->ts, r->pid, r->tid);
@@ -264,12 +279,12 @@ static void json__stall(struct sink *snk, const struct stall_report *r)
 	fputs("]", out);
 	stacks__json(out, r);
 	fputs("}\n", out);
-	fflush(out);
+	stream__flush(snk->priv);
 }
 
 static void json__block(struct sink *s, const struct block_report *r)
 {
-	FILE *out = s->priv;
+	FILE *out = json__out(s);
 
 	fprintf(out, "{\"type\":\"blocking_call\",\"ts\":%.6f,\"pid\":%u,\"tid\":%u,"
 		"\"comm\":", r->ts, r->pid, r->tid);
@@ -290,12 +305,12 @@ static void json__block(struct sink *s, const struct block_report *r)
 	fputs(",\"stack\":", out);
 	json__frames(out, &r->stack);
 	fputs("}\n", out);
-	fflush(out);
+	stream__flush(s->priv);
 }
 
 static void json__probe(struct sink *s, const struct probe_report *r)
 {
-	FILE *out = s->priv;
+	FILE *out = json__out(s);
 
 	fprintf(out, "{\"type\":\"probe_call\",\"ts\":%.6f,\"pid\":%u,\"tid\":%u,\"comm\":",
 		r->ts, r->pid, r->tid);
@@ -305,13 +320,13 @@ static void json__probe(struct sink *s, const struct probe_report *r)
 	fprintf(out, ",\"duration_ms\":%.3f,\"stack\":", json__ms(r->duration_ns));
 	json__frames(out, &r->stack);
 	fputs("}\n", out);
-	fflush(out);
+	stream__flush(s->priv);
 }
 
 static void json__stuck(struct sink *snk, const struct stuck_report *k)
 {
 	const struct stall_report *r = &k->so_far;
-	FILE *out = snk->priv;
+	FILE *out = json__out(snk);
 
 	fprintf(out, "{\"type\":\"stuck\",\"ts\":%.6f,\"start_ts\":%.6f,\"pid\":%u,"
 		"\"tid\":%u,\"comm\":", k->now_ts, r->ts, r->pid, r->tid);
@@ -334,12 +349,12 @@ static void json__stuck(struct sink *snk, const struct stuck_report *k)
 	}
 	stacks__json(out, r);
 	fputs("}\n", out);
-	fflush(out);
+	stream__flush(snk->priv);
 }
 
 static void json__close(struct sink *s)
 {
-	(void)s;
+	free(s->priv);
 }
 
 const struct sink_ops json_sink = {

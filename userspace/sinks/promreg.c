@@ -245,19 +245,17 @@ static void strbuf__service(struct strbuf *sb, const struct cgroup_identity *id,
  * the pod's names, NULL when unknown.
  */
 static void strbuf__process(struct strbuf *sb, const char *comm, const char *exe,
-			    const char *cgroup, const struct k8s_names *k8s)
+			    const char *cgroup, const struct cgroup_identity *id,
+			    const struct k8s_names *k8s)
 {
-	struct cgroup_identity id;
-
 	strbuf__label(sb, "comm", comm);
 	strbuf__label(sb, "exe", exe);
 	strbuf__label(sb, "cgroup", cgroup);
-	cgroup__identity(cgroup, &id);
-	strbuf__service(sb, &id, k8s);
-	if (id.container_id[0])
-		strbuf__label(sb, "container_id", id.container_id);
-	if (id.pod_uid[0])
-		strbuf__label(sb, "pod_uid", id.pod_uid);
+	strbuf__service(sb, id, k8s);
+	if (id->container_id[0])
+		strbuf__label(sb, "container_id", id->container_id);
+	if (id->pod_uid[0])
+		strbuf__label(sb, "pod_uid", id->pod_uid);
 	if (k8s && k8s->ns[0]) {
 		strbuf__label(sb, "namespace", k8s->ns);
 		strbuf__label(sb, "pod", k8s->pod);
@@ -271,7 +269,7 @@ static void labels__build(char *buf, size_t len, const struct loop_thread *t, bo
 	struct strbuf sb = { buf, len, 0 };
 
 	buf[0] = '\0';
-	strbuf__process(&sb, t->comm, t->exe, t->cgroup, &t->k8s);
+	strbuf__process(&sb, t->comm, t->exe, t->cgroup, &t->cg, &t->k8s);
 	if (!per_pid)
 		return;
 	strbuf__label_u32(&sb, "pid", t->pid);
@@ -294,11 +292,13 @@ struct prom_agg {
 static void labels__agg(char *buf, size_t len, const struct prom_agg *a,
 			const struct loop_thread *t, bool per_pid)
 {
+	static const struct cgroup_identity none = { .kind = CGROUP_NONE };
 	struct strbuf sb = { buf, len, 0 };
 
 	buf[0] = '\0';
 	strbuf__label(&sb, a->kind == PROM_PROBE ? "probe" : "syscall", a->key);
-	strbuf__process(&sb, a->comm, t ? t->exe : "", t ? t->cgroup : "", t ? &t->k8s : NULL);
+	strbuf__process(&sb, a->comm, t ? t->exe : "", t ? t->cgroup : "", t ? &t->cg : &none,
+			t ? &t->k8s : NULL);
 	if (per_pid)
 		strbuf__label_u32(&sb, "pid", a->pid);
 }

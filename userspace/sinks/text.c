@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include "sinks/rows.h"
 #include "sinks/sink.h"
+#include "sinks/stream.h"
 #include "sinks/text.h"
 
 /* rows of each table in the summary */
@@ -15,15 +16,28 @@ static bool text__wanted(const struct sink_config *cfg)
 
 static int text__open(struct sink *s, const struct sink_config *cfg, char *err, size_t errlen)
 {
-	(void)err;
-	(void)errlen;
-	s->priv = cfg->out;
+	struct stream *st = calloc(1, sizeof(*st));
+
+	if (!st) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	st->f = cfg->out;
+	st->name = "stdout";
+	s->priv = st;
 	return 0;
+}
+
+static FILE *text__out(const struct sink *s)
+{
+	const struct stream *st = s->priv;
+
+	return st->f;
 }
 
 static void text__interval(struct sink *s, const struct model *m, double ts)
 {
-	FILE *out = s->priv;
+	FILE *out = text__out(s);
 	char when[16], row[256];
 	size_t n;
 	struct loop_thread **v = model__sorted(m, false, &n);
@@ -40,48 +54,48 @@ static void text__interval(struct sink *s, const struct model *m, double ts)
 			(unsigned long long)m->events_dropped);
 	fputc('\n', out);
 	free(v);
-	fflush(out);
+	stream__flush(s->priv);
 }
 
 static void text__stall(struct sink *s, const struct stall_report *r)
 {
-	FILE *out = s->priv;
+	FILE *out = text__out(s);
 	char when[16];
 
 	time__format(when, sizeof(when), r->ts);
 	fprintf(out, "%s STALL %u/%u %s/%s %.1f ms: cpu %.1f blocked %.1f runq %.1f ms; %s: %s\n",
 		when, r->pid, r->tid, r->comm, r->thread, ms(r->duration_ns), ms(r->oncpu_ns),
 		ms(r->blocked_ns), ms(r->runq_ns), stall_cause__name(r->cause), r->top);
-	fflush(out);
+	stream__flush(s->priv);
 }
 
 static void text__block(struct sink *s, const struct block_report *r)
 {
-	FILE *out = s->priv;
+	FILE *out = text__out(s);
 	char when[16], top[256];
 
 	time__format(when, sizeof(when), r->ts);
 	stack_report__top(&r->stack, top, sizeof(top));
 	fprintf(out, "%s BLOCK %u/%u %s %s %.1f ms%s%s; %s\n", when, r->pid, r->tid, r->comm,
 		r->syscall, ms(r->duration_ns), r->path[0] ? " " : "", r->path, top);
-	fflush(out);
+	stream__flush(s->priv);
 }
 
 static void text__probe(struct sink *s, const struct probe_report *r)
 {
-	FILE *out = s->priv;
+	FILE *out = text__out(s);
 	char when[16];
 
 	time__format(when, sizeof(when), r->ts);
 	fprintf(out, "%s PROBE %u/%u %s %s %.1f ms\n", when, r->pid, r->tid, r->comm, r->label,
 		ms(r->duration_ns));
-	fflush(out);
+	stream__flush(s->priv);
 }
 
 static void text__stuck(struct sink *s, const struct stuck_report *k)
 {
 	const struct stall_report *r = &k->so_far;
-	FILE *out = s->priv;
+	FILE *out = text__out(s);
 	char when[16], call[320] = "";
 
 	time__format(when, sizeof(when), k->now_ts);
@@ -93,7 +107,7 @@ static void text__stuck(struct sink *s, const struct stuck_report *k)
 		"%s: %s\n", when, r->pid, r->tid, r->comm, r->thread,
 		(double)r->duration_ns / 1e9, ms(r->oncpu_ns), ms(r->blocked_ns), ms(r->runq_ns),
 		call, stall_cause__name(r->cause), r->top);
-	fflush(out);
+	stream__flush(s->priv);
 }
 
 static void probes__print(FILE *out, const struct model *m)
@@ -193,13 +207,13 @@ void text__summary_print(FILE *out, const struct model *m)
 static int text__summary(struct sink *s, const struct model *m, double ts)
 {
 	(void)ts;
-	text__summary_print(s->priv, m);
-	return 0;
+	text__summary_print(text__out(s), m);
+	return stream__flush(s->priv);
 }
 
 static void text__close(struct sink *s)
 {
-	(void)s;
+	free(s->priv);
 }
 
 const struct sink_ops text_sink = {

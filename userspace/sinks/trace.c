@@ -73,7 +73,7 @@ static int trace__open(struct sink *s, const struct sink_config *cfg, char *err,
 		free(t);
 		return -1;
 	}
-	if (outfile__init(&t->file, cfg->trace, "--trace", err, errlen)) {
+	if (outfile__init(&t->file, cfg->trace, "--trace", 0, err, errlen)) {
 		trace__free(t);
 		return -1;
 	}
@@ -375,7 +375,8 @@ static void threads__write(FILE *out, const struct trace *t, bool *first)
 	}
 }
 
-static int trace__write(struct trace *t, double now)
+/* events_lost: what the kernel could not send up (a full ring buffer), run total */
+static int trace__write(struct trace *t, double now, __u64 events_lost)
 {
 	struct trace_event **v = calloc(t->count + 1, sizeof(*v));
 	double from_us = (now - TRACE_WINDOW_S) * 1e6;
@@ -403,8 +404,9 @@ static int trace__write(struct trace *t, double now)
 	}
 	fprintf(out, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"producer\":\"loopwatch\","
 		"\"window_s\":%.0f,\"max_events\":%d,\"events_dropped\":%llu,"
-		"\"events_older_than_window\":%zu},\n\"traceEvents\":[",
-		TRACE_WINDOW_S, TRACE_MAX_EVENTS, (unsigned long long)t->dropped, old);
+		"\"events_older_than_window\":%zu,\"events_lost_ring_buffer\":%llu},\n"
+		"\"traceEvents\":[", TRACE_WINDOW_S, TRACE_MAX_EVENTS,
+		(unsigned long long)t->dropped, old, (unsigned long long)events_lost);
 	threads__write(out, t, &first);
 	for (size_t i = 0; i < n; i++)
 		event__write(out, v[i], &first);
@@ -415,14 +417,14 @@ static int trace__write(struct trace *t, double now)
 
 static void trace__snapshot(struct sink *s, const struct model *m, double ts)
 {
-	(void)m;
-	trace__write(s->priv, ts);
+	trace__write(s->priv, ts, m->events_dropped);
 }
 
 static int trace__summary(struct sink *s, const struct model *m, double ts)
 {
-	(void)m;
-	return trace__write(s->priv, ts) ? 1 : 0;
+	struct trace *t = s->priv;
+
+	return trace__write(t, ts, m->events_dropped) || outfile__status(&t->file) ? 1 : 0;
 }
 
 static void trace__close(struct sink *s)

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,13 @@ struct tracked {
 	__u64 start_time;
 	__u64 image;		/* the program image set up (proc__image) */
 	char comm[LW_COMM_LEN];	/* its name then: events carry the name at the loop's start */
+	/*
+	 * Its labels, read at its first wait (NEW_LOOP), before anything slow:
+	 * a process that exits before the interval's drain still has them.
+	 */
+	char exe[256];
+	char cgroup[256];
+	struct cgroup_identity cg;
 	bool python;		/* has an entry in the walker's table */
 	bool v8;		/* has an entry in the V8 walker's table, */
 	struct lw_v8_proc v8cfg;	/* this one */
@@ -36,7 +44,7 @@ struct tracker {
 	struct cfi_tables *cfi;
 	struct tracked *hash[TRACKER_HASH];
 	size_t n;
-	const char *kubelet_logs;
+	struct kubelet_cache *kubelet;	/* NULL: no --kubelet-logs */
 };
 
 struct tracker *tracker__new(struct collector *c, struct procs *procs, struct symbols *syms,
@@ -72,6 +80,7 @@ void tracker__free(struct tracker *t)
 		}
 	}
 	cfi_tables__free(t->cfi);
+	kubelet_cache__free(t->kubelet);
 	free(t);
 }
 
@@ -146,6 +155,33 @@ static void tracker__setup_v8(struct tracker *t, struct proc *p, struct tracked 
 	k->v8cfg = cfg;
 }
 
+/*
+ * A process's executable and cgroup path, "" when unknown; a path longer
+ * than cgroup_len ends in "...", cg is the identity of the whole path. False
+ * when the executable could not be read (the process is gone, or a zombie).
+ */
+static bool facts__read(struct proc *p, char *exe, size_t exe_len, char *cgroup,
+			size_t cgroup_len, struct cgroup_identity *cg)
+{
+	/* the kernel prints at most PATH_MAX of a cgroup path */
+	char path[PATH_MAX];
+	bool got_exe = proc__exe(p, exe, exe_len);
+
+	if (!got_exe)
+		exe[0] = '\0';
+	cgroup__identity("", cg);
+	cgroup[0] = '\0';
+	if (!proc__cgroup(p, path, sizeof(path)))
+		return got_exe;
+	/* a kind node's pod paths pass 255 bytes: the innermost container is at the end */
+	cgroup__identity(path, cg);
+	if (cgroup_len >= 4 && strlen(path) >= cgroup_len)
+		snprintf(cgroup, cgroup_len, "%.*s...", (int)(cgroup_len - 4), path);
+	else
+		snprintf(cgroup, cgroup_len, "%s", path);
+	return got_exe;
+}
+
 /* The same process running the same program as when it was set up. */
 static bool tracked__same(const struct tracked *k, const struct proc *p)
 {
@@ -175,6 +211,7 @@ void tracker__new_loop(struct tracker *t, __u32 pid)
 	k->image = proc__image(p);
 	if (!proc__comm(p, (int)pid, k->comm, sizeof(k->comm)))
 		k->comm[0] = '\0';
+	facts__read(p, k->exe, sizeof(k->exe), k->cgroup, sizeof(k->cgroup), &k->cg);
 	/* the pid may have served another process before: nothing of it may stay */
 	symbols__forget(t->syms, (int)pid);
 	/* its maps now, while it surely lives: a stall just before exit still resolves */
@@ -254,31 +291,38 @@ bool tracker__names(struct tracker *t, __u32 pid, __u32 tid, char *comm, char *t
 }
 
 void tracker__facts(struct tracker *t, __u32 pid, char *exe, size_t exe_len, char *cgroup,
-		    size_t cgroup_len)
+		    size_t cgroup_len, struct cgroup_identity *cg)
 {
 	struct proc *p = procs__get(t->procs, (int)pid);
+	struct tracked *k = *tracker__slot(t, pid);
 
 	exe[0] = cgroup[0] = '\0';
+	cgroup__identity("", cg);
 	if (!p)
 		return;
-	if (!proc__exe(p, exe, exe_len))
-		exe[0] = '\0';
-	if (!proc__cgroup(p, cgroup, cgroup_len))
-		cgroup[0] = '\0';
+	/* live: as it is now (moved to another cgroup, say); gone: as it was at its start */
+	if (proc__alive(p) && facts__read(p, exe, exe_len, cgroup, cgroup_len, cg))
+		return;
+	if (k && tracked__same(k, p)) {
+		snprintf(exe, exe_len, "%s", k->exe);
+		snprintf(cgroup, cgroup_len, "%s", k->cgroup);
+		*cg = k->cg;
+	}
 }
 
 void tracker__set_kubelet_logs(struct tracker *t, const char *log_dir)
 {
-	t->kubelet_logs = log_dir;
+	kubelet_cache__free(t->kubelet);
+	/* out of memory: no names, as without the flag */
+	t->kubelet = kubelet_cache__new(log_dir);
 }
 
-void tracker__k8s_names(struct tracker *t, const char *cgroup, struct k8s_names *out)
+void tracker__k8s_names(struct tracker *t, const struct cgroup_identity *cg,
+			struct k8s_names *out)
 {
-	struct cgroup_identity id;
-
 	memset(out, 0, sizeof(*out));
-	if (t->kubelet_logs && cgroup__identity(cgroup, &id) && id.kind == CGROUP_K8S)
-		kubelet__names(t->kubelet_logs, id.pod_uid, id.container_id, out);
+	if (t->kubelet && cg->kind == CGROUP_K8S)
+		kubelet_cache__names(t->kubelet, cg->pod_uid, cg->container_id, out);
 }
 
 void tracker__probe_label(const struct tracker *t, __u32 id, char *buf, size_t len)

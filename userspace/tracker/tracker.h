@@ -41,15 +41,19 @@ void tracker__rescan(struct tracker *t);
 bool tracker__comm(struct tracker *t, __u32 pid, char *comm);
 /* A live thread's process and thread names (LW_COMM_LEN each); false when gone. */
 bool tracker__names(struct tracker *t, __u32 pid, __u32 tid, char *comm, char *thread);
-/* A process's executable and cgroup path, "" when unknown. */
-void tracker__facts(struct tracker *t, __u32 pid, char *exe, size_t exe_len, char *cgroup,
-		    size_t cgroup_len);
 /*
- * Kubernetes names of the pod container a cgroup path names, from the
- * kubelet's log directories under log_dir (tracker__set_kubelet_logs); all ""
- * when the path names no pod or nothing is readable.
+ * A process's executable and cgroup path, "" when unknown; a path longer
+ * than cgroup_len ends in "...", and cg is the identity of the whole path.
  */
-void tracker__k8s_names(struct tracker *t, const char *cgroup, struct k8s_names *out);
+void tracker__facts(struct tracker *t, __u32 pid, char *exe, size_t exe_len, char *cgroup,
+		    size_t cgroup_len, struct cgroup_identity *cg);
+/*
+ * Kubernetes names of the pod container an identity names, from the
+ * kubelet's log directories under log_dir (tracker__set_kubelet_logs), read
+ * once per pod container; all "" when it names no pod or nothing is readable.
+ */
+void tracker__k8s_names(struct tracker *t, const struct cgroup_identity *cg,
+			struct k8s_names *out);
 /* Where the host's /var/log is (a DaemonSet mounts it elsewhere); NULL: none. */
 void tracker__set_kubelet_logs(struct tracker *t, const char *log_dir);
 /* The label of a probe id (the bpf_cookie of its uprobes). */

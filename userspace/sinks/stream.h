@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * A stream the outputs append to (stdout: text, JSON lines). stdio keeps only
+ * an error flag; the reason of the first failed flush (ENOSPC, EPIPE) is kept
+ * here, said once on stderr, and ends the run with a non-zero status.
+ */
+#ifndef LOOPWATCH_SINKS_STREAM_H
+#define LOOPWATCH_SINKS_STREAM_H
+
+#include <stdio.h>
+
+struct stream {
+	FILE *f;
+	const char *name;	/* for messages: "stdout" */
+	int err;		/* the first failure: -errno, sticky */
+};
+
+/* Flush: 0, or the first failure's -errno (said once on stderr). */
+int stream__flush(struct stream *s);
+
+#endif
