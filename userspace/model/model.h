@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include "lib/arrival.h"
 #include "lib/cgroup.h"
 #include "lib/hist.h"
 #include "model/attribution.h"
@@ -35,7 +36,8 @@ struct loop_view {
 	__u64 idle_ns;
 	__u64 blocked_ns;	/* of busy: asleep */
 	__u64 runq_ns;		/* of busy: waiting for a CPU */
-	struct lag_summary lag;
+	struct arrival_lag arrival;	/* what an event arriving at a random moment waits */
+	struct lag_summary lag;		/* per iteration */
 };
 
 struct loop_thread {
@@ -56,6 +58,14 @@ struct loop_thread {
 	__u64 busy_now_ns;	/* inside a busy period this long right now (0: waiting) */
 	struct lw_loop snap;	/* latest cumulative counters from the kernel */
 	struct lw_loop prev;	/* the snapshot at the previous interval's end */
+	/*
+	 * The time the thread was watched, up to the latest snapshot: its busy
+	 * and waiting time, with the wait under way (never going back), the T
+	 * of arrival-weighted lag; and its value at the previous interval's end.
+	 */
+	__u64 span_ns;
+	__u64 prev_span_ns;
+	__u64 over_ns;		/* the stall threshold (struct arrival_lag) */
 	struct loop_view interval;
 	struct loop_thread *hash_next;
 };
@@ -146,10 +156,14 @@ struct model {
 	__u64 interval_dropped;	/* events lost to a full ring buffer in the last interval */
 	__u64 dropped_at_interval;	/* events_dropped when the last interval closed */
 	struct lw_hist scratch;	/* one interval's histogram, while it is computed */
+	struct lw_hist_sums scratch_sums;	/* and its bucket sums */
 	const struct model_source *src;	/* of the drain under way */
 };
 
-/* stuck_ns: a busy period this long, not yet ended, keeps its thread shown */
+/*
+ * stuck_ns: a busy period this long, not yet ended, keeps its thread shown;
+ * the stall threshold, whose share of the time arrival_lag.over_share says
+ */
 struct model *model__new(__u64 stuck_ns);
 void model__free(struct model *m);
 /*
@@ -166,8 +180,9 @@ void model__forget(struct model *m, struct loop_thread *t);
 /* totals since loopwatch started watching the thread */
 void loop_thread__summary(const struct loop_thread *t, struct loop_view *out);
 /*
- * Threads in the order a reader wants them, worst p99 first (of the interval,
- * or of the whole run when summary is set). Returns a malloc'ed array.
+ * Threads in the order a reader wants them, worst arrival-weighted p99 first
+ * (of the interval, or of the whole run when summary is set). Returns a
+ * malloc'ed array.
  */
 struct loop_thread **model__sorted(const struct model *m, bool summary, size_t *n);
 void model__add_stall(struct model *m, const struct stall_report *r);
