@@ -394,7 +394,7 @@ static void stuck__call(const struct lw_loop *l, __u64 now_ns, struct lw_block_e
  * CPU), and the call it sleeps in is not among its closed calls.
  */
 void decoder__stuck(struct decoder *d, const struct lw_loop *l, __u64 now_ns,
-		    struct stuck_report *r)
+		    const __u64 *run_delay_ns, struct stuck_report *r)
 {
 	/* ~4 KiB each, and one thread decodes: not on the stack */
 	static struct lw_stall_event e;
@@ -422,6 +422,18 @@ void decoder__stuck(struct decoder *d, const struct lw_loop *l, __u64 now_ns,
 			e.iter.runq_ns += now_ns - l->off_ns;
 		}
 	}
+	/*
+	 * The waits for a CPU that have ended, as the scheduler counts them:
+	 * what loop__end_iteration will book, not only the wait under way.
+	 * Then the same bounds: the wait within the time, the sleeps in what
+	 * is left.
+	 */
+	if (run_delay_ns && *run_delay_ns > l->run_delay_start)
+		e.iter.runq_ns += *run_delay_ns - l->run_delay_start;
+	if (e.iter.runq_ns > e.duration_ns)
+		e.iter.runq_ns = e.duration_ns;
+	if (e.iter.blocked_ns > e.duration_ns - e.iter.runq_ns)
+		e.iter.blocked_ns = e.duration_ns - e.iter.runq_ns;
 	r->in_call = asleep && l->block.start_ns;
 	if (r->in_call) {
 		stuck__call(l, now_ns, &b);

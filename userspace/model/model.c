@@ -218,6 +218,9 @@ static void model__ingest(const struct lw_loop *snap, void *arg)
 		t->closed = false;
 	/* fresh at every drain: a hung loop's age is read between intervals too */
 	t->busy_now_ns = loop_thread__busy_now(t, clock__mono_ns());
+	t->run_delay_known = !t->exited && m->stuck_ns && t->busy_now_ns >= m->stuck_ns &&
+			     m->src->run_delay &&
+			     m->src->run_delay(m->src->ctx, t->pid, t->tid, &t->run_delay_ns);
 	if (!t->exited && m->src->names) {
 		char comm[LW_COMM_LEN], thread[LW_COMM_LEN];
 

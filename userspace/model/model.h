@@ -56,6 +56,13 @@ struct loop_thread {
 	__u64 unseen_ns;	/* absent from the drains since (CLOCK_MONOTONIC), 0: seen */
 	bool active;		/* iterated during the last interval, or is stuck */
 	__u64 busy_now_ns;	/* inside a busy period this long right now (0: waiting) */
+	/*
+	 * Its run_delay as the latest snapshot was read, for a busy period of
+	 * at least stuck_ns: the kernel counts an iteration's wait for a CPU
+	 * only at its end, a live report from this (struct stuck_report).
+	 */
+	bool run_delay_known;
+	__u64 run_delay_ns;
 	struct lw_loop snap;	/* latest cumulative counters from the kernel */
 	struct lw_loop prev;	/* the snapshot at the previous interval's end */
 	/*
@@ -109,6 +116,11 @@ struct model_source {
 	void (*counters)(void *ctx, __u64 *events_dropped, __u64 *loops_full,
 			 __u64 *switch_ins_missed);
 	void (*probe_label)(void *ctx, __u32 id, char *buf, size_t len);
+	/*
+	 * a live thread's wait for a CPU so far (the scheduler's run_delay, the
+	 * count the kernel's record started its iteration from); false when gone
+	 */
+	bool (*run_delay)(void *ctx, __u32 pid, __u32 tid, __u64 *ns);
 	/* a live thread's process and thread names (LW_COMM_LEN); false when gone */
 	bool (*names)(void *ctx, __u32 pid, __u32 tid, char *comm, char *thread);
 	/* a process's executable and cgroup, "" when unknown */

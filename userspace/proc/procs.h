@@ -75,6 +75,12 @@ int proc__open_path(struct proc *p, const char *path, struct stat *st);
 int proc__open_perf_map(struct proc *p, struct stat *st);
 /* The thread's name (the process's when tid == pid), sanitized; false if gone. */
 bool proc__comm(struct proc *p, int tid, char *buf, size_t len);
+/*
+ * The thread's total wait for a CPU so far (ns), the scheduler's own count
+ * (the run_delay of /proc/PID/task/TID/schedstat, sched_info.run_delay in the
+ * kernel): exact for every wait that has ended. false if gone.
+ */
+bool proc__run_delay(struct proc *p, int tid, uint64_t *ns);
 /* target of /proc/PID/exe, sanitized; false if gone or unreadable */
 bool proc__exe(struct proc *p, char *buf, size_t len);
 /*
