@@ -154,6 +154,13 @@ static bool source__names(void *ctx, __u32 pid, __u32 tid, char *comm, char *thr
 	return tracker__names(r->tracker, pid, tid, comm, thread);
 }
 
+static void source__started_as(void *ctx, __u32 pid, char *buf, size_t len)
+{
+	struct run *r = ctx;
+
+	tracker__started_as(r->tracker, pid, buf, len);
+}
+
 static bool source__run_delay(void *ctx, __u32 pid, __u32 tid, __u64 *ns)
 {
 	struct run *r = ctx;
@@ -295,6 +302,7 @@ static int run__open(struct run *r)
 		.probe_label = source__probe_label,
 		.names = source__names,
 		.run_delay = source__run_delay,
+		.started_as = source__started_as,
 		.facts = source__facts,
 		.k8s_names = source__k8s_names,
 	};

@@ -166,6 +166,8 @@ static struct loop_thread *model__add(struct model *m, const struct lw_loop *sna
 	if (m->src && m->src->facts)
 		m->src->facts(m->src->ctx, t->pid, t->exe, sizeof(t->exe), t->cgroup,
 			      sizeof(t->cgroup));
+	if (m->src && m->src->started_as)
+		m->src->started_as(m->src->ctx, t->pid, t->started_as, sizeof(t->started_as));
 	if (m->src && m->src->k8s_names && t->cgroup[0])
 		m->src->k8s_names(m->src->ctx, t->cgroup, &t->k8s);
 	t->hash_next = m->hash[t->tid % MODEL_HASH];
@@ -230,6 +232,9 @@ static void model__ingest(const struct lw_loop *snap, void *arg)
 			if (strcmp(comm, t->comm) && m->src->facts)
 				m->src->facts(m->src->ctx, t->pid, t->exe, sizeof(t->exe), t->cgroup,
 					      sizeof(t->cgroup));
+			if (strcmp(comm, t->comm) && m->src->started_as)
+				m->src->started_as(m->src->ctx, t->pid, t->started_as,
+						   sizeof(t->started_as));
 			memcpy(t->comm, comm, LW_COMM_LEN);
 			memcpy(t->thread, thread, LW_COMM_LEN);
 		}

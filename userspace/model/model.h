@@ -47,6 +47,7 @@ struct loop_thread {
 	char comm[LW_COMM_LEN];
 	char thread[LW_COMM_LEN];
 	char exe[256];		/* "" when unreadable */
+	char started_as[64];	/* argv[0], as the user knows it ("" when unknown) */
 	char cgroup[256];	/* cgroup v2 path, "" when unknown */
 	struct k8s_names k8s;	/* its pod's names, "" when none or unknown */
 	bool exited;
@@ -123,6 +124,8 @@ struct model_source {
 	bool (*run_delay)(void *ctx, __u32 pid, __u32 tid, __u64 *ns);
 	/* a live thread's process and thread names (LW_COMM_LEN); false when gone */
 	bool (*names)(void *ctx, __u32 pid, __u32 tid, char *comm, char *thread);
+	/* the name a process was started as (its argv[0]: shown, never an identity) */
+	void (*started_as)(void *ctx, __u32 pid, char *buf, size_t len);
 	/* a process's executable and cgroup, "" when unknown */
 	void (*facts)(void *ctx, __u32 pid, char *exe, size_t exe_len, char *cgroup,
 		      size_t cgroup_len);

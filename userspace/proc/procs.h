@@ -81,6 +81,14 @@ bool proc__comm(struct proc *p, int tid, char *buf, size_t len);
  * kernel): exact for every wait that has ended. false if gone.
  */
 bool proc__run_delay(struct proc *p, int tid, uint64_t *ns);
+/*
+ * The name the process was started as: its argv[0] up to the first space (a
+ * process that rewrites its title, like Redis, keeps its name first),
+ * sanitized: "redis-server" where /proc/PID/exe says redis-check-rdb, the
+ * file its symlink points to. The process can write anything there: for
+ * showing, never for identity. false if gone or empty.
+ */
+bool proc__started_as(struct proc *p, char *buf, size_t len);
 /* target of /proc/PID/exe, sanitized; false if gone or unreadable */
 bool proc__exe(struct proc *p, char *buf, size_t len);
 /*

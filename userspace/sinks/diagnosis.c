@@ -168,6 +168,13 @@ static enum stall_cause times__cause(const struct func_times *t)
 			       t->self_ns[CAUSE_RUNQ]);
 }
 
+static const char *path__base(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
 static double pct(__u64 part, __u64 whole)
 {
 	return whole ? 100.0 * (double)part / (double)whole : 0;
@@ -379,7 +386,7 @@ static void stuck__print(FILE *out, const struct diagnosis *d, __u32 pid)
 static void process__print(FILE *out, const struct diagnosis *d, const struct model *m,
 			   const struct attr_proc *p)
 {
-	const char *exe = "";
+	const char *exe = "", *started = "";
 	__u64 busy = 0, idle = 0, p99_ns;
 
 	for (size_t i = 0; i < m->nthreads; i++) {
@@ -388,9 +395,17 @@ static void process__print(FILE *out, const struct diagnosis *d, const struct mo
 			idle += m->threads[i]->snap.idle_ns;
 			if (m->threads[i]->exe[0])
 				exe = m->threads[i]->exe;
+			if (m->threads[i]->started_as[0])
+				started = m->threads[i]->started_as;
 		}
 	}
 	fprintf(out, "## %s (pid %u)\n\n", p->comm, p->pid);
+	/* as the user started it first, then the file a symlink led to */
+	if (started[0] && exe[0] && strcmp(path__base(started), path__base(exe))) {
+		fputs("Started as ", out);
+		md__code(out, started);
+		fputs(", running ", out);
+	}
 	if (exe[0]) {
 		md__code(out, exe);
 		fputs("\n\n", out);
