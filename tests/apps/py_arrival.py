@@ -4,27 +4,42 @@
 # (from a wait's return to the next wait) are the app's own ground truth.
 #
 # usage: py_arrival.py OUT.json ITERATIONS; prints its pid, waits for a line on
-# stdin, runs, writes {"enter_ns": [...], "exit_ns": [...]} (CLOCK_MONOTONIC,
-# around each select) and exits.
+# stdin, runs, writes {"enter_ns": [...], "exit_ns": [...], "edge_ns": [...]}
+# (CLOCK_MONOTONIC around each select, and what a preemption at its edges may
+# add) and exits.
 import asyncio
 import json
 import os
+import resource
 import selectors
 import sys
 import time
 
-ENTER, EXIT = [], []
+ENTER, EXIT, EDGE = [], [], []
+SCHEDSTAT = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
+
+
+def sched():
+    """(run-queue time so far, involuntary switches so far) of this thread."""
+    run_delay = int(os.pread(SCHEDSTAT, 96, 0).split()[1])
+    return run_delay, resource.getrusage(resource.RUSAGE_THREAD).ru_nivcsw
 
 
 class TimedSelector(selectors.EpollSelector):
-    """The loop's own timer around each wait."""
+    """The loop's own timer around each wait. Between the timer and the syscall
+    (the selector's own Python on either side) a tracer sees busy time the timer
+    does not: next to nothing, unless the thread was preempted there. Then it is at
+    most the run-queue time across the call (EDGE, 0 when not preempted)."""
 
     def select(self, timeout=None):
+        before = sched()
         ENTER.append(time.monotonic_ns())
         try:
             return super().select(timeout)
         finally:
             EXIT.append(time.monotonic_ns())
+            after = sched()
+            EDGE.append(after[0] - before[0] if after[1] != before[1] else 0)
 
 
 def burn(seconds):
@@ -63,7 +78,7 @@ def main():
     loop.run_until_complete(work(n))
     loop.close()
     with open(out, "w") as f:
-        json.dump({"enter_ns": ENTER, "exit_ns": EXIT}, f)
+        json.dump({"enter_ns": ENTER, "exit_ns": EXIT, "edge_ns": EDGE}, f)
 
 
 main()

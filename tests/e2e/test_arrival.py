@@ -53,18 +53,20 @@ def test_c_loop_arrival_lag_matches_its_own_iterations(ctx):
 def test_asyncio_arrival_lag_matches_its_own_iterations(ctx):
     """An asyncio loop (Debian's python3) timing itself around each select: loopwatch's
     arrival-weighted p50/p90/p99/max within 2 % of the app's own. The app times from
-    Python, a few microseconds inside the syscalls' edges: 0.05 ms of slack."""
+    Python, a few microseconds inside the syscalls' edges (0.05 ms of slack), and a
+    preemption there can add more: the app bounds it by its run-queue time."""
     out = tmpfile()
     _, lines = run_traced(ctx, ["/usr/bin/python3", os.path.join(APPS_DIR, "py_arrival.py"),
                                 out, "800"])
     truth = load_truth(out)
-    enter, leave = truth["enter_ns"], truth["exit_ns"]
+    enter, leave, edge = truth["enter_ns"], truth["exit_ns"], truth["edge_ns"]
     busy = [enter[i + 1] - leave[i] for i in range(len(enter) - 1)]
+    hi = [b + edge[i] + edge[i + 1] for i, b in enumerate(busy)]
     span = leave[-1] - enter[0]
     s = [x for x in of_type(lines, "summary") if x["comm"].startswith("python")]
     assert len(s) == 1, "want the app's one loop thread: %s" % s
     assert abs(s[0]["iterations"] - len(busy)) <= 0.01 * len(busy), (s[0], len(busy))
-    assert_arrival_matches(s[0], busy, busy, span, 0.05, "asyncio")
+    assert_arrival_matches(s[0], busy, hi, span, 0.05, "asyncio")
 
 
 def test_ten_stalls_among_fast_iterations_fire_the_lag_alert(ctx):
