@@ -128,10 +128,9 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fr
 FUZZ_SECONDS ?= 20
 # unit.test_prom is left out: its bounds (16k series expired within 1 s) are for an
 # optimized build, and it takes 100 s under ASan
-SAN_E2E := unit.test_attribution unit.test_cfi unit.test_demangle unit.test_elfsym \
-	unit.test_fleet unit.test_hist unit.test_model unit.test_perfmap unit.test_procstat \
-	unit.test_python \
-	unit.test_symbolize unit.test_text \
+SAN_E2E := unit.test_advice unit.test_arrival unit.test_attribution unit.test_cfi \
+	unit.test_demangle unit.test_elfsym unit.test_fleet unit.test_hist unit.test_model \
+	unit.test_perfmap unit.test_procstat unit.test_python unit.test_symbolize unit.test_text \
 	test_hostile test_loop.test_percentiles test_loop.test_dropped \
 	test_stalls.test_no_stall test_python.test_asyncio test_probes.test_pyenv_311
 sanitize-build: $(OUT)/loopwatch $(UNIT_TESTS) $(WORKLOADS) $(FUZZERS)

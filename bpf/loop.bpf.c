@@ -159,8 +159,10 @@ static __always_inline void loop__end_iteration(struct lw_loop *l, struct task_s
 	l->busy_ns += busy_ns;
 	if (busy_ns > l->max_busy_ns)
 		l->max_busy_ns = busy_ns;
-	if (idx < LW_HIST_BUCKETS)
+	if (idx < LW_HIST_BUCKETS) {
 		l->busy_hist.counts[idx]++;
+		l->busy_sums.ns[idx] += busy_ns;
+	}
 }
 
 struct syscall_enter_ctx {

@@ -75,6 +75,16 @@ struct lw_hist {
 	__u64 counts[LW_HIST_BUCKETS];
 };
 
+/*
+ * The sum of the values that fell in each bucket of a struct lw_hist. With
+ * the counts, sum_{d > x} (d - x) -- how long an event arriving at a random
+ * moment waits, summed (userspace/lib/arrival.h) -- is exact at every bucket
+ * bound, where the counts alone know each value only to half a bucket.
+ */
+struct lw_hist_sums {
+	__u64 ns[LW_HIST_BUCKETS];
+};
+
 /* What one iteration keeps as evidence, bounded so the record stays fixed-size. */
 #define LW_ITER_SAMPLES 32	/* CPU samples kept per iteration (a reservoir) */
 #define LW_ITER_SYSCALLS 8	/* distinct blocking syscalls per iteration */
@@ -383,6 +393,7 @@ struct lw_loop {
 	struct lw_block block;
 	struct lw_iter iter;
 	struct lw_hist busy_hist;
+	struct lw_hist_sums busy_sums;	/* of busy_hist's buckets: arrival-weighted lag */
 	struct lw_capture preempt_cap;	/* where it was last preempted, if walked */
 	/* the latest CPU sample's stack, and the busy period it was taken in */
 	struct lw_stack_ref last_walk;

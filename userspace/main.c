@@ -163,6 +163,20 @@ static bool source__names(void *ctx, __u32 pid, __u32 tid, char *comm, char *thr
 	return tracker__names(r->tracker, pid, tid, comm, thread);
 }
 
+static void source__started_as(void *ctx, __u32 pid, char *buf, size_t len)
+{
+	struct run *r = ctx;
+
+	tracker__started_as(r->tracker, pid, buf, len);
+}
+
+static bool source__run_delay(void *ctx, __u32 pid, __u32 tid, __u64 *ns)
+{
+	struct run *r = ctx;
+
+	return tracker__run_delay(r->tracker, pid, tid, ns);
+}
+
 static void source__facts(void *ctx, __u32 pid, char *exe, size_t exe_len, char *cgroup,
 			  size_t cgroup_len, struct cgroup_identity *cg)
 {
@@ -297,6 +311,8 @@ static int run__open(struct run *r)
 		.counters = source__counters,
 		.probe_label = source__probe_label,
 		.names = source__names,
+		.run_delay = source__run_delay,
+		.started_as = source__started_as,
 		.facts = source__facts,
 		.k8s_names = source__k8s_names,
 	};

@@ -52,6 +52,26 @@ def iteration_bounds(thread):
     return lo, hi
 
 
+def arrival_excess(durations, x):
+    """sum max(0, d - x): over a window of T, P(an event arriving at a random moment
+    waits more than x) = arrival_excess / T."""
+    return sum(d - x for d in durations if d > x)
+
+
+def arrival_quantile(durations, span, q):
+    """The q-quantile of the wait of an event arriving at a uniformly random moment of
+    a window of length span holding iterations of these durations (same unit), exactly:
+    arrival_excess is piecewise linear, solved from the longest iteration down."""
+    a, total = (1 - q) * span, 0
+    s = sorted(durations, reverse=True)
+    for i, d in enumerate(s):
+        nxt = s[i + 1] if i + 1 < len(s) else 0
+        total += d
+        if total - nxt * (i + 1) >= a:
+            return (total - a) / (i + 1)
+    return 0
+
+
 # A stall's parts -- on CPU, blocked, waiting for a CPU -- split its duration, so they
 # never add up to more. Printed to the us in JSON (four roundings: 2 us) and to 0.1 ms
 # in text (0.2 ms); run-queue time of an earlier iteration booked into it would exceed it.

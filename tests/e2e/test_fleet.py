@@ -14,7 +14,7 @@ import tempfile
 import time
 import urllib.request
 
-from lwtest import Cgroups, PrometheusServer, Workload, free_port, tmpfile
+from lwtest import Cgroups, PrometheusServer, Workload, arrival_excess, free_port, tmpfile
 from test_prom import (PromLoopwatch, ground_truth, one, parse_exposition, parse_labels,
                        read_metrics, select)
 
@@ -73,10 +73,19 @@ def truth_buckets(busy_ns, stretch):
     return out + [(float("inf"), len(busy_ns))]
 
 
+def arrival_buckets(busy_ns, span_ns):
+    """loopwatch_loop_arrival_lag_seconds' buckets for these iterations over span_ns:
+    the seconds at which an arriving event waits at most le (le 0 first), +Inf last."""
+    span = span_ns / 1e9
+    return [(le, span - arrival_excess(busy_ns, le * 1e9) / 1e9) for le in [0.0] + LES] + \
+        [(float("inf"), span)]
+
+
 def test_fleet_prometheus_reads_quantiles_matching_ground_truth(ctx):
     """A real Prometheus scrapes --listen on loopback every second (OpenMetrics, as it
     asks); histogram_quantile over the scraped buckets, read back through its HTTP API,
-    matches the same quantile of the workload's own iteration times in the same buckets;
+    matches the same quantile of the workload's own iteration times in the same buckets,
+    per iteration and arrival-weighted;
     the textfile, the text endpoint and the OpenMetrics endpoint hold the same samples."""
     tmp = tempfile.mkdtemp(prefix="loopwatch-fleet-")
     out = tmpfile()
@@ -92,7 +101,8 @@ def test_fleet_prometheus_reads_quantiles_matching_ground_truth(ctx):
         prom.wait('up{job="loopwatch"}', lambda r: r and r[0][1] == 1)
         w.go()
         w.wait()
-        busy_ns = ground_truth(out)["threads"][0]["busy_ns"]
+        thread = ground_truth(out)["threads"][0]
+        busy_ns = thread["busy_ns"]
         n = len(busy_ns)
         # this build's loopwork: other checkouts' tests may run theirs meanwhile
         sel = '{job="loopwatch",comm="loopwork",exe="%s"}' % os.path.realpath(
@@ -112,6 +122,21 @@ def test_fleet_prometheus_reads_quantiles_matching_ground_truth(ctx):
                   " (%.6f with the kernel's margin)" % (q * 100, value, exact, stretched))
             assert lo * 0.97 - 1e-5 <= value <= hi * 1.03 + 1e-5, \
                 "p%g: Prometheus says %.6f s, the workload's durations %.6f..%.6f s" % (
+                    q * 100, value, lo, hi)
+        # the arrival-weighted lag, a histogram of time: the same interpolation over the
+        # workload's own iterations and span (each with what its waits' edges may add)
+        edge = thread["edge_ns"]
+        stretched_ns = [b + edge[i] + edge[i + 1] for i, b in enumerate(busy_ns)]
+        for q in (0.9, 0.99):
+            (labels, value), = prom.query(
+                "histogram_quantile(%g, sum by (le) (loopwatch_loop_arrival_lag_seconds_bucket%s))"
+                % (q, sel))
+            lo, hi = (histogram_quantile(q, arrival_buckets(d, thread["span_ns"]))
+                      for d in (busy_ns, stretched_ns))
+            print("arrival p%g: prometheus %.6f s, the workload's iterations %.6f..%.6f s" % (
+                q * 100, value, lo, hi))
+            assert lo * 0.97 - 1e-5 <= value <= hi * 1.03 + 1e-5, \
+                "arrival p%g: Prometheus says %.6f s, the workload's %.6f..%.6f s" % (
                     q * 100, value, lo, hi)
 
         # the three outputs of one registry, once nothing moves any more

@@ -406,7 +406,9 @@ def test_alert_exec_never_runs_a_program_from_the_working_directory(ctx):
             load_truth(out)
         finally:
             os.chdir(cwd)
-        assert len(of_type(lines, "alert", pid=pid)) == 2, of_type(lines, "alert")
+        # the two stalls' alerts (a lag alert of a second-long interval may come too)
+        assert len([a for a in of_type(lines, "alert", pid=pid) if a["kind"] == "stall"]) == 2, \
+            of_type(lines, "alert")
         time.sleep(0.5)
         assert not os.path.exists(marker), "./true ran as root"
     finally:

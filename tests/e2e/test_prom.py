@@ -11,7 +11,7 @@ import tempfile
 import time
 import urllib.request
 
-from lwtest import Workload, free_port, iteration_bounds, tmpfile
+from lwtest import Workload, arrival_excess, free_port, iteration_bounds, tmpfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # a kernel bucket is at most 1/32 of its lower bound wide: one that straddles an le
@@ -181,6 +181,37 @@ def assert_histogram_matches(samples, labels, threads, what):
         "%s: %d stalls, the workload's durations allow %d..%d" % (what, stalls, least, most)
 
 
+def assert_arrival_matches(samples, labels, thread, what):
+    """loopwatch_loop_arrival_lag_seconds of one thread against its own iterations: the
+    time watched within 1 % of the workload's span, and at every le the share of time
+    an arriving event waits more than le, 1 - bucket / count, within 2 % (or 0.2 % of
+    the time) of sum max(0, d - le) / span over the workload's durations."""
+    name = "loopwatch_loop_arrival_lag_seconds"
+    lo, hi = iteration_bounds(thread)
+    span = thread["span_ns"] / 1e9
+    count = one(samples, name + "_count", **labels)[1]
+    assert abs(count - span) <= 0.01 * span, "%s: count %.3f s vs span %.3f s" % (what,
+                                                                                 count, span)
+    buckets = {l["le"]: v for l, v in select(samples, name + "_bucket", **labels)}
+    assert abs(buckets["+Inf"] - count) < 1e-6, (what, buckets)
+    prev = 0
+    for le in ["0", "0.001", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1",
+               "2.5"]:
+        got = 1 - buckets[le] / count
+        x = float(le) * 1e3
+        want_lo, want_hi = arrival_excess(lo, x) / 1e3 / span, arrival_excess(hi, x) / 1e3 / span
+        assert want_lo * 0.98 - 0.002 <= got <= want_hi * 1.02 + 0.002, \
+            "%s: P(wait > %s s) %.5f, the workload's %.5f..%.5f" % (what, le, got, want_lo,
+                                                                    want_hi)
+        assert buckets[le] >= prev, (what, le, buckets)
+        prev = buckets[le]
+    stall_s = one(samples, "loopwatch_loop_stall_seconds_total", **labels)[1]
+    least = sum(b for b in lo if b >= 10) / 1e3
+    most = sum(b for b in hi if b >= 10 * (1 - BUCKET_WIDTH)) / 1e3
+    assert least * 0.98 - 0.001 <= stall_s <= most * 1.02 + 0.001, \
+        "%s: stall seconds %.4f vs %.4f..%.4f" % (what, stall_s, least, most)
+
+
 def promtool_check_metrics(path):
     with open(path) as f:
         r = subprocess.run(["promtool", "check", "metrics"], stdin=f, stdout=subprocess.PIPE,
@@ -241,9 +272,9 @@ def test_prom_metrics_match_workload_ground_truth(ctx):
     assert one(agg, "loopwatch_build_info")[0]["version"]
 
     for t in truth["threads"]:
-        assert_histogram_matches(per, {"pid": str(truth["pid"]), "tid": str(t["tid"]),
-                                       "comm": "loopwork"},
-                                 [t], "thread %s" % t["profile"])
+        labels = {"pid": str(truth["pid"]), "tid": str(t["tid"]), "comm": "loopwork"}
+        assert_histogram_matches(per, labels, [t], "thread %s" % t["profile"])
+        assert_arrival_matches(per, labels, t, "thread %s" % t["profile"])
 
 
 def wait_for_metric(path, pred, timeout=15):

@@ -34,6 +34,12 @@ struct loop_thread {
 	uint64_t *busy_ns;
 	uint64_t *runq_ns;	/* of busy_ns, waiting for a CPU (its schedstat's run_delay) */
 	uint64_t *edge_ns;	/* per wait: before iteration i, and after the last */
+	/*
+	 * From the first wait call to the return of the last: the time a tracer
+	 * that saw every wait watched the loop, busy or waiting (the window of
+	 * its arrival-weighted lag).
+	 */
+	uint64_t span_ns;
 };
 
 static volatile bool spinner_stop;
@@ -75,6 +81,7 @@ static void *loop__run(void *arg)
 	}
 	sfd = sched_truth__open();
 	sched_truth__read(sfd, &before);
+	lt->span_ns = now_ns();
 	for (int i = 0; i < lt->iterations; i++) {
 		uint64_t t0, want;
 
@@ -93,6 +100,7 @@ static void *loop__run(void *arg)
 	}
 	/* a last wait closes the last iteration for a tracer */
 	epoll_wait(ep, out, 4, 0);
+	lt->span_ns = now_ns() - lt->span_ns;
 	sched_truth__read(sfd, &after);
 	lt->edge_ns[lt->iterations] = sched_truth__edge_ns(&before, &after);
 	close(sfd);
@@ -137,8 +145,9 @@ static void truth__write(const char *path, struct loop_thread *lts, int n)
 	}
 	fprintf(f, "{\"pid\":%d,\"threads\":[", getpid());
 	for (int t = 0; t < n; t++) {
-		fprintf(f, "%s{\"tid\":%d,\"profile\":\"%s\",\"busy_ns\":[", t ? "," : "",
-			lts[t].tid, lts[t].profile);
+		fprintf(f, "%s{\"tid\":%d,\"profile\":\"%s\",\"span_ns\":%llu,\"busy_ns\":[",
+			t ? "," : "", lts[t].tid, lts[t].profile,
+			(unsigned long long)lts[t].span_ns);
 		for (int i = 0; i < lts[t].iterations; i++)
 			fprintf(f, "%s%llu", i ? "," : "", (unsigned long long)lts[t].busy_ns[i]);
 		fprintf(f, "],\"runq_ns\":[");

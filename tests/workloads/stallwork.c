@@ -13,6 +13,9 @@
  *         | runq (a SCHED_FIFO competitor on the same CPU takes ~25 ms)
  *         | small (2 ms of work: no stall)
  *         | named (a 25 ms spin in a function with a long name to patch)
+ *         | hung (3 s: 2.4 s of spinning that the competitor takes half of, in
+ *           20 ms bursts, then 0.6 s asleep: a hung loop whose time is split
+ *           between all three parts)
  * Each kind runs REPEAT times, separated by quiet iterations.
  */
 #define _GNU_SOURCE
@@ -150,6 +153,23 @@ __attribute__((noinline)) void inject_runq_starvation(struct record *r)
 	r->call_ns = now_ns() - t0;
 }
 
+/* One competitor burst: 20 ms of its spin, 20 ms of rest. */
+#define HUNG_BURSTS 60
+
+__attribute__((noinline)) void inject_hung_starved(struct record *r)
+{
+	uint64_t bursts = HUNG_BURSTS, t0 = now_ns();
+	struct timespec ts = { .tv_nsec = 600000000 };
+
+	pin(0);
+	if (write(competitor_efd, &bursts, sizeof(bursts)) != sizeof(bursts))
+		exit(3);
+	spin_ns(2400000000ull);
+	pin(-1);
+	nanosleep(&ts, NULL);
+	r->call_ns = now_ns() - t0;
+}
+
 /*
  * A CPU spin under a long, fixed-length name: the hostile-input tests patch a
  * copy of this binary to give it escape sequences and newlines instead.
@@ -199,9 +219,19 @@ static void *competitor__run(void *arg)
 	if (sched_setscheduler(0, SCHED_FIFO, &sp))
 		perror("stallwork: SCHED_FIFO");
 	for (;;) {
+		struct timespec rest = { .tv_nsec = 20000000 };
+
 		if (read(competitor_efd, &v, sizeof(v)) != sizeof(v))
 			continue;
-		spin_ns(25000000);
+		if (v == 1) {
+			spin_ns(25000000);
+			continue;
+		}
+		/* bursts: the loop on our CPU gets the rests */
+		for (uint64_t i = 0; i < v; i++) {
+			spin_ns(20000000);
+			nanosleep(&rest, NULL);
+		}
 	}
 	return NULL;
 }
@@ -225,6 +255,8 @@ static bool record__clean(const struct record *r)
 		return blocked >= 0.7 * busy;
 	if (!strcmp(r->kind, "runq"))
 		return r->runq_ns >= 0.8 * busy;
+	if (!strcmp(r->kind, "hung"))
+		return r->runq_ns >= 0.3 * busy;
 	return true;
 }
 
@@ -244,6 +276,8 @@ static void (*injector(const char *kind))(struct record *)
 		return inject_small_work;
 	if (!strcmp(kind, "named"))
 		return inject_named_for_patching_0123456789abcdef0123456789abcdef01234567;
+	if (!strcmp(kind, "hung"))
+		return inject_hung_starved;
 	return NULL;
 }
 

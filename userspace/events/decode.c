@@ -394,7 +394,7 @@ static void stuck__call(const struct lw_loop *l, __u64 now_ns, struct lw_block_e
  * CPU), and the call it sleeps in is not among its closed calls.
  */
 void decoder__stuck(struct decoder *d, const struct lw_loop *l, __u64 now_ns,
-		    struct stuck_report *r)
+		    const __u64 *run_delay_ns, struct stuck_report *r)
 {
 	/* ~4 KiB each, and one thread decodes: not on the stack */
 	static struct lw_stall_event e;
@@ -411,6 +411,15 @@ void decoder__stuck(struct decoder *d, const struct lw_loop *l, __u64 now_ns,
 	memcpy(e.comm, l->comm, LW_COMM_LEN);
 	memcpy(e.thread, l->thread, LW_COMM_LEN);
 	e.iter = l->iter;
+	/*
+	 * The waits for a CPU that have ended, as loop__end_iteration will book
+	 * them: the larger of what the switches showed (summed live in the
+	 * record) and the scheduler's run_delay since the iteration began.
+	 */
+	if (run_delay_ns && *run_delay_ns > l->run_delay_start &&
+	    *run_delay_ns - l->run_delay_start > e.iter.runq_ns)
+		e.iter.runq_ns = *run_delay_ns - l->run_delay_start;
+	/* and the time off CPU right now, which neither count has yet */
 	if (l->off_ns && now_ns > l->off_ns) {
 		__u64 woke = asleep && l->wake_ns >= l->off_ns && l->wake_ns <= now_ns ?
 			     l->wake_ns : now_ns;
@@ -422,6 +431,11 @@ void decoder__stuck(struct decoder *d, const struct lw_loop *l, __u64 now_ns,
 			e.iter.runq_ns += now_ns - l->off_ns;
 		}
 	}
+	/* then the same bounds: the wait within the time, the sleeps in what is left */
+	if (e.iter.runq_ns > e.duration_ns)
+		e.iter.runq_ns = e.duration_ns;
+	if (e.iter.blocked_ns > e.duration_ns - e.iter.runq_ns)
+		e.iter.blocked_ns = e.duration_ns - e.iter.runq_ns;
 	r->in_call = asleep && l->block.start_ns;
 	if (r->in_call) {
 		stuck__call(l, now_ns, &b);

@@ -24,8 +24,13 @@ void decoder__block(struct decoder *d, const struct lw_block_event *e, struct bl
 /* What a blocking call's fd was, as BPF read it: a path, a socket's peer, a pipe. */
 void fd_info__format(const struct lw_fd_info *fd, char *buf, size_t len);
 void decoder__probe(struct decoder *d, const struct lw_probe_event *e, struct probe_report *out);
-/* A loop record whose iteration has lasted until now_ns (CLOCK_MONOTONIC), as a report. */
+/*
+ * A loop record whose iteration has lasted until now_ns (CLOCK_MONOTONIC), as a
+ * report, its time split as the iteration's end will split it: run_delay_ns,
+ * the thread's run_delay as the record was read (NULL: unknown), gives its
+ * wait for a CPU so far, which the kernel counts only at the end.
+ */
 void decoder__stuck(struct decoder *d, const struct lw_loop *l, __u64 now_ns,
-		    struct stuck_report *out);
+		    const __u64 *run_delay_ns, struct stuck_report *out);
 
 #endif

@@ -77,7 +77,8 @@ static void stuck__report(struct events *ev, const struct loop_thread *t, __u64 
 {
 	struct stuck_report r;
 
-	decoder__stuck(ev->decoder, &t->snap, now_ns, &r);
+	decoder__stuck(ev->decoder, &t->snap, now_ns, t->run_delay_known ? &t->run_delay_ns : NULL,
+		       &r);
 	r.nth = nth;
 	sinks__stuck(ev->sinks, &r);
 	stuck_report__free(&r);

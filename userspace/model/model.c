@@ -12,7 +12,7 @@
 /* threads kept at once; past this many the oldest exited go */
 #define MODEL_MAX_THREADS 16384
 /*
- * Exited threads kept for the summary (25 KiB each, two kernel snapshots):
+ * Exited threads kept for the summary (42 KiB each, two kernel snapshots):
  * under churn the oldest go once every output has read them (keep_exited_s),
  * counted, so memory and the work of each interval come back down once the
  * churn stops.
@@ -156,6 +156,7 @@ static struct loop_thread *model__add(struct model *m, const struct lw_loop *sna
 	t->pid = snap->pid;
 	t->tid = snap->tid;
 	t->start_ns = snap->start_ns;
+	t->over_ns = m->stuck_ns;
 	/* kernel-side names are a fallback when /proc is already gone */
 	memcpy(t->comm, snap->comm, LW_COMM_LEN);
 	memcpy(t->thread, snap->thread, LW_COMM_LEN);
@@ -165,6 +166,8 @@ static struct loop_thread *model__add(struct model *m, const struct lw_loop *sna
 	if (m->src && m->src->facts)
 		m->src->facts(m->src->ctx, t->pid, t->exe, sizeof(t->exe), t->cgroup,
 			      sizeof(t->cgroup), &t->cg);
+	if (m->src && m->src->started_as)
+		m->src->started_as(m->src->ctx, t->pid, t->started_as, sizeof(t->started_as));
 	if (m->src && m->src->k8s_names && t->cg.kind == CGROUP_K8S)
 		m->src->k8s_names(m->src->ctx, &t->cg, &t->k8s);
 	t->hash_next = m->hash[t->tid % MODEL_HASH];
@@ -182,6 +185,23 @@ static __u64 loop_thread__busy_now(const struct loop_thread *t, __u64 now)
 	       now - s->busy_start_ns : 0;
 }
 
+/*
+ * Busy and waiting time with the wait under way: it grows while the loop
+ * waits and stays put while an iteration runs (it counts when it ends). An
+ * exited thread's last wait has no end to measure: it counts what it had.
+ */
+static void loop_thread__span(struct loop_thread *t, const struct lw_loop *snap, __u64 now)
+{
+	__u64 span = snap->busy_ns + snap->idle_ns;
+
+	if (!(snap->flags & LW_THREAD_EXITED) && snap->in_wait && snap->wait_enter_ns &&
+	    now > snap->wait_enter_ns)
+		span += now - snap->wait_enter_ns;
+	/* a record made afresh starts over; otherwise it never goes back */
+	if (span > t->span_ns || snap->busy_ns < t->snap.busy_ns)
+		t->span_ns = span;
+}
+
 static void model__ingest(const struct lw_loop *snap, void *arg)
 {
 	struct model *m = arg;
@@ -191,6 +211,7 @@ static void model__ingest(const struct lw_loop *snap, void *arg)
 		t = model__add(m, snap);
 	if (!t)
 		return;
+	loop_thread__span(t, snap, clock__mono_ns());
 	t->snap = *snap;
 	t->seen = true;
 	/* in the kernel's table again after it was taken for gone: live again */
@@ -199,6 +220,9 @@ static void model__ingest(const struct lw_loop *snap, void *arg)
 		t->closed = false;
 	/* fresh at every drain: a hung loop's age is read between intervals too */
 	t->busy_now_ns = loop_thread__busy_now(t, clock__mono_ns());
+	t->run_delay_known = !t->exited && m->stuck_ns && t->busy_now_ns >= m->stuck_ns &&
+			     m->src->run_delay &&
+			     m->src->run_delay(m->src->ctx, t->pid, t->tid, &t->run_delay_ns);
 	if (!t->exited && m->src->names) {
 		char comm[LW_COMM_LEN], thread[LW_COMM_LEN];
 
@@ -208,23 +232,30 @@ static void model__ingest(const struct lw_loop *snap, void *arg)
 			if (strcmp(comm, t->comm) && m->src->facts)
 				m->src->facts(m->src->ctx, t->pid, t->exe, sizeof(t->exe), t->cgroup,
 					      sizeof(t->cgroup), &t->cg);
+			if (strcmp(comm, t->comm) && m->src->started_as)
+				m->src->started_as(m->src->ctx, t->pid, t->started_as,
+						   sizeof(t->started_as));
 			memcpy(t->comm, comm, LW_COMM_LEN);
 			memcpy(t->thread, thread, LW_COMM_LEN);
 		}
 	}
 }
 
-static void loop_view__delta(struct loop_view *v, const struct lw_loop *now,
-			     const struct lw_loop *before, struct lw_hist *delta)
+static void loop_view__delta(struct model *m, struct loop_thread *t)
 {
 	static const struct lw_loop zero;
-	__u64 max_ns;
+	struct loop_view *v = &t->interval;
+	const struct lw_loop *now = &t->snap, *before = &t->prev;
+	struct lw_hist *delta = &m->scratch;
+	__u64 max_ns, span_before = t->prev_span_ns;
 
 	/* a record made afresh for the same thread: counters that went back restart from zero */
 	if (now->iterations < before->iterations || now->busy_ns < before->busy_ns ||
 	    now->idle_ns < before->idle_ns || now->blocked_ns < before->blocked_ns ||
-	    now->runq_ns < before->runq_ns)
+	    now->runq_ns < before->runq_ns || t->span_ns < span_before) {
 		before = &zero;
+		span_before = 0;
+	}
 	v->iterations = now->iterations - before->iterations;
 	v->busy_ns = now->busy_ns - before->busy_ns;
 	v->idle_ns = now->idle_ns - before->idle_ns;
@@ -236,6 +267,9 @@ static void loop_view__delta(struct loop_view *v, const struct lw_loop *now,
 	hist__summarize(delta, max_ns, &v->lag);
 	if (now->max_busy_ns != before->max_busy_ns)
 		v->lag.max_ns = now->max_busy_ns;
+	arrival__diff(&m->scratch_sums, &now->busy_sums, &before->busy_sums);
+	arrival__summarize(delta, &m->scratch_sums, t->span_ns - span_before, max_ns, m->stuck_ns,
+			   &v->arrival);
 }
 
 void model__end_interval(struct model *m, double interval_s, double run_s)
@@ -258,7 +292,7 @@ void model__end_interval(struct model *m, double interval_s, double run_s)
 		}
 		t->closed = t->exited;
 		t->closed_s = run_s;
-		loop_view__delta(&t->interval, &t->snap, &t->prev, &m->scratch);
+		loop_view__delta(m, t);
 		/*
 		 * A loop that never comes back to its wait call has no iteration
 		 * to report: a hung loop must not vanish from the view.
@@ -267,6 +301,7 @@ void model__end_interval(struct model *m, double interval_s, double run_s)
 		t->active = t->interval.iterations > 0 ||
 			    (m->stuck_ns && t->busy_now_ns >= m->stuck_ns);
 		t->prev = t->snap;
+		t->prev_span_ns = t->span_ns;
 	}
 	attribution__end_interval(m->attr);
 	model__trim_exited(m);
@@ -281,6 +316,8 @@ void loop_thread__summary(const struct loop_thread *t, struct loop_view *out)
 	out->runq_ns = t->snap.runq_ns;
 	hist__summarize(&t->snap.busy_hist, t->snap.max_busy_ns, &out->lag);
 	out->lag.max_ns = t->snap.max_busy_ns;
+	arrival__summarize(&t->snap.busy_hist, &t->snap.busy_sums, t->span_ns,
+			   t->snap.max_busy_ns, t->over_ns, &out->arrival);
 }
 
 double loop_view__utilization(const struct loop_view *v)
@@ -293,7 +330,9 @@ double loop_view__utilization(const struct loop_view *v)
 /* a loop stuck right now is as bad as its current iteration is long */
 static __u64 thread__badness(const struct loop_thread *t)
 {
-	return t->busy_now_ns > t->interval.lag.p99_ns ? t->busy_now_ns : t->interval.lag.p99_ns;
+	__u64 p99 = t->interval.arrival.p99_ns;
+
+	return t->busy_now_ns > p99 ? t->busy_now_ns : p99;
 }
 
 static int thread__cmp_interval(const void *a, const void *b)
@@ -308,8 +347,8 @@ static int thread__cmp_interval(const void *a, const void *b)
 
 static __u64 thread__summary_p99(const struct loop_thread *t)
 {
-	return hist__percentile(&t->snap.busy_hist, t->snap.iterations, 0.99,
-				t->snap.max_busy_ns);
+	return arrival__quantile(&t->snap.busy_hist, &t->snap.busy_sums, t->span_ns, 0.99,
+				 t->snap.max_busy_ns);
 }
 
 static int thread__cmp_summary(const void *a, const void *b)

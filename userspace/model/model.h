@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include "lib/arrival.h"
 #include "lib/cgroup.h"
 #include "lib/hist.h"
 #include "model/attribution.h"
@@ -35,7 +36,8 @@ struct loop_view {
 	__u64 idle_ns;
 	__u64 blocked_ns;	/* of busy: asleep */
 	__u64 runq_ns;		/* of busy: waiting for a CPU */
-	struct lag_summary lag;
+	struct arrival_lag arrival;	/* what an event arriving at a random moment waits */
+	struct lag_summary lag;		/* per iteration */
 };
 
 struct loop_thread {
@@ -45,6 +47,7 @@ struct loop_thread {
 	char comm[LW_COMM_LEN];
 	char thread[LW_COMM_LEN];
 	char exe[256];		/* "" when unreadable */
+	char started_as[64];	/* argv[0], as the user knows it ("" when unknown) */
 	char cgroup[256];	/* cgroup v2 path ("..." ends one cut short), "" when unknown */
 	struct cgroup_identity cg;	/* its service, from the whole path however long */
 	struct k8s_names k8s;	/* its pod's names, "" when none or unknown */
@@ -55,8 +58,23 @@ struct loop_thread {
 	__u64 unseen_ns;	/* absent from the drains since (CLOCK_MONOTONIC), 0: seen */
 	bool active;		/* iterated during the last interval, or is stuck */
 	__u64 busy_now_ns;	/* inside a busy period this long right now (0: waiting) */
+	/*
+	 * Its run_delay as the latest snapshot was read, for a busy period of
+	 * at least stuck_ns: the kernel counts an iteration's wait for a CPU
+	 * only at its end, a live report from this (struct stuck_report).
+	 */
+	bool run_delay_known;
+	__u64 run_delay_ns;
 	struct lw_loop snap;	/* latest cumulative counters from the kernel */
 	struct lw_loop prev;	/* the snapshot at the previous interval's end */
+	/*
+	 * The time the thread was watched, up to the latest snapshot: its busy
+	 * and waiting time, with the wait under way (never going back), the T
+	 * of arrival-weighted lag; and its value at the previous interval's end.
+	 */
+	__u64 span_ns;
+	__u64 prev_span_ns;
+	__u64 over_ns;		/* the stall threshold (struct arrival_lag) */
 	struct loop_view interval;
 	struct loop_thread *hash_next;
 };
@@ -99,8 +117,15 @@ struct model_source {
 	/* the kernel side's self counters */
 	void (*counters)(void *ctx, __u64 sums[LW_CTR_MAX]);
 	void (*probe_label)(void *ctx, __u32 id, char *buf, size_t len);
+	/*
+	 * a live thread's wait for a CPU so far (the scheduler's run_delay, the
+	 * count the kernel's record started its iteration from); false when gone
+	 */
+	bool (*run_delay)(void *ctx, __u32 pid, __u32 tid, __u64 *ns);
 	/* a live thread's process and thread names (LW_COMM_LEN); false when gone */
 	bool (*names)(void *ctx, __u32 pid, __u32 tid, char *comm, char *thread);
+	/* the name a process was started as (its argv[0]: shown, never an identity) */
+	void (*started_as)(void *ctx, __u32 pid, char *buf, size_t len);
 	/*
 	 * a process's executable and cgroup path, "" when unknown, and the
 	 * service identity of the whole path (which the label may cut short)
@@ -150,10 +175,14 @@ struct model {
 	__u64 interval_dropped;	/* events lost to a full ring buffer in the last interval */
 	__u64 dropped_at_interval;	/* events_dropped when the last interval closed */
 	struct lw_hist scratch;	/* one interval's histogram, while it is computed */
+	struct lw_hist_sums scratch_sums;	/* and its bucket sums */
 	const struct model_source *src;	/* of the drain under way */
 };
 
-/* stuck_ns: a busy period this long, not yet ended, keeps its thread shown */
+/*
+ * stuck_ns: a busy period this long, not yet ended, keeps its thread shown;
+ * the stall threshold, whose share of the time arrival_lag.over_share says
+ */
 struct model *model__new(__u64 stuck_ns);
 void model__free(struct model *m);
 /*
@@ -170,8 +199,9 @@ void model__forget(struct model *m, struct loop_thread *t);
 /* totals since loopwatch started watching the thread */
 void loop_thread__summary(const struct loop_thread *t, struct loop_view *out);
 /*
- * Threads in the order a reader wants them, worst p99 first (of the interval,
- * or of the whole run when summary is set). Returns a malloc'ed array.
+ * Threads in the order a reader wants them, worst arrival-weighted p99 first
+ * (of the interval, or of the whole run when summary is set). Returns a
+ * malloc'ed array.
  */
 struct loop_thread **model__sorted(const struct model *m, bool summary, size_t *n);
 void model__add_stall(struct model *m, const struct stall_report *r);

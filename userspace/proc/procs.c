@@ -525,6 +525,32 @@ bool proc__comm(struct proc *p, int tid, char *buf, size_t len)
 	return true;
 }
 
+bool proc__run_delay(struct proc *p, int tid, uint64_t *ns)
+{
+	unsigned long long exec_ns, delay_ns;
+	char path[64], buf[96];
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", p->pid, tid);
+	if (!file__read_small(path, buf, sizeof(buf)) ||
+	    sscanf(buf, "%llu %llu", &exec_ns, &delay_ns) != 2)
+		return false;
+	*ns = delay_ns;
+	return true;
+}
+
+bool proc__started_as(struct proc *p, char *buf, size_t len)
+{
+	char path[32];
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", p->pid);
+	if (!file__read_small(path, buf, len))
+		return false;
+	/* argv[0] ends at its NUL, or at a space in a rewritten title */
+	buf[strcspn(buf, " ")] = '\0';
+	str__sanitize(buf);
+	return buf[0] != '\0';
+}
+
 bool proc__exe(struct proc *p, char *buf, size_t len)
 {
 	char path[32];

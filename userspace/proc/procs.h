@@ -80,6 +80,20 @@ int proc__open_path(struct proc *p, const char *path, struct stat *st);
 int proc__open_perf_map(struct proc *p, struct stat *st);
 /* The thread's name (the process's when tid == pid), sanitized; false if gone. */
 bool proc__comm(struct proc *p, int tid, char *buf, size_t len);
+/*
+ * The thread's total wait for a CPU so far (ns), the scheduler's own count
+ * (the run_delay of /proc/PID/task/TID/schedstat, sched_info.run_delay in the
+ * kernel): exact for every wait that has ended. false if gone.
+ */
+bool proc__run_delay(struct proc *p, int tid, uint64_t *ns);
+/*
+ * The name the process was started as: its argv[0] up to the first space (a
+ * process that rewrites its title, like Redis, keeps its name first),
+ * sanitized: "redis-server" where /proc/PID/exe says redis-check-rdb, the
+ * file its symlink points to. The process can write anything there: for
+ * showing, never for identity. false if gone or empty.
+ */
+bool proc__started_as(struct proc *p, char *buf, size_t len);
 /* target of /proc/PID/exe, sanitized; false if gone or unreadable */
 bool proc__exe(struct proc *p, char *buf, size_t len);
 /*

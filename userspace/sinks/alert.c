@@ -21,6 +21,8 @@
  * counted.
  */
 #define ALERT_MAX_CHILDREN 4
+/* the least time a loop must have been watched in an interval for its lag to alert */
+#define ALERT_LAG_MIN_NS 900000000ull
 
 struct alert_pid {
 	__u32 pid;
@@ -30,6 +32,9 @@ struct alert_pid {
 	/* the iteration last alerted while stuck: its stall, when it ends, is no news */
 	__u32 stuck_tid;
 	double stuck_start_ts;
+	/* lag alerts keep their own pace: a stall's alert must not hold back the lag's */
+	double lag_last_ts;
+	__u64 lag_suppressed;
 };
 
 struct alert_opts {
@@ -58,6 +63,9 @@ static void alert_pid__flush(struct alerter *a, const struct alert_pid *p)
 	if (p->suppressed && a->opts.log_lines)
 		fprintf(a->log, "loopwatch: ALERT %s[%u]: %llu more stalls held back by "
 			"--alert-every\n", p->comm, p->pid, (unsigned long long)p->suppressed);
+	if (p->lag_suppressed && a->opts.log_lines)
+		fprintf(a->log, "loopwatch: ALERT %s[%u]: %llu more lag alerts held back by "
+			"--alert-every\n", p->comm, p->pid, (unsigned long long)p->lag_suppressed);
 }
 
 /*
@@ -176,14 +184,19 @@ static void children__reap(struct alerter *a)
 	}
 }
 
+#define ALERT_VARS 12
+#define ALERT_VAR_LEN 384
+
+static void alert__run(struct alerter *a, char (*vars)[ALERT_VAR_LEN], int n);
+
 /* The program gets the facts as LOOPWATCH_* variables: no shell ever sees them. */
 static void alert__exec(struct alerter *a, const struct stall_report *r, __u64 suppressed,
 			bool stuck)
 {
-	char vars[10][384], *envp[11], *argv[2];
-	pid_t child;
+	char vars[ALERT_VARS][ALERT_VAR_LEN];
 	int n = 0;
 
+	snprintf(vars[n++], sizeof(vars[0]), "LOOPWATCH_KIND=%s", stuck ? "stuck" : "stall");
 	snprintf(vars[n++], sizeof(vars[0]), "LOOPWATCH_PID=%u", r->pid);
 	snprintf(vars[n++], sizeof(vars[0]), "LOOPWATCH_TID=%u", r->tid);
 	snprintf(vars[n++], sizeof(vars[0]), "LOOPWATCH_COMM=%s", r->comm);
@@ -194,7 +207,15 @@ static void alert__exec(struct alerter *a, const struct stall_report *r, __u64 s
 	snprintf(vars[n++], sizeof(vars[0]), "LOOPWATCH_SUPPRESSED=%llu",
 		 (unsigned long long)suppressed);
 	snprintf(vars[n++], sizeof(vars[0]), "LOOPWATCH_STUCK=%d", stuck);
-	snprintf(vars[n++], sizeof(vars[0]), "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:"
+	alert__run(a, vars, n);
+}
+
+static void alert__run(struct alerter *a, char (*vars)[ALERT_VAR_LEN], int n)
+{
+	char *envp[ALERT_VARS + 1], *argv[2];
+	pid_t child;
+
+	snprintf(vars[n++], ALERT_VAR_LEN, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:"
 		 "/usr/bin:/sbin:/bin");
 	for (int i = 0; i < n; i++)
 		envp[i] = vars[i];
@@ -227,8 +248,8 @@ static void alert__json(struct alerter *a, const struct stall_report *r, __u64 s
 {
 	FILE *out = a->opts.json;
 
-	fprintf(out, "{\"type\":\"alert\",\"ts\":%.6f,\"pid\":%u,\"tid\":%u,\"comm\":", r->ts,
-		r->pid, r->tid);
+	fprintf(out, "{\"type\":\"alert\",\"kind\":\"%s\",\"ts\":%.6f,\"pid\":%u,\"tid\":%u,"
+		"\"comm\":", stuck ? "stuck" : "stall", r->ts, r->pid, r->tid);
 	json__string(out, r->comm);
 	fputs(",\"thread\":", out);
 	json__string(out, r->thread);
@@ -302,6 +323,80 @@ static void alert__fire(struct alerter *a, const struct stall_report *r, bool st
 		alert__exec(a, r, suppressed, stuck);
 }
 
+/*
+ * A loop whose arrival-weighted p99 over the interval reached --alert-ms:
+ * 1 event in 100 arriving meanwhile waited that long, whether the time came
+ * from one long stall or from many shorter ones, none of them over the bar.
+ */
+static void alert__lag(struct alerter *a, const struct loop_thread *t, const struct model *m,
+		       double ts)
+{
+	const struct arrival_lag *lag = &t->interval.arrival;
+	char vars[ALERT_VARS][ALERT_VAR_LEN];
+	struct alert_pid *p;
+	__u64 suppressed;
+	int n = 0;
+
+	/* a p99 over a sliver of time (the last interval, cut short at exit) says little */
+	if (lag->span_ns < ALERT_LAG_MIN_NS || (double)lag->p99_ns < a->opts.alert_ms * 1e6)
+		return;
+	p = alerter__slot(a, t->pid);
+	if (p->lag_last_ts && a->opts.every_s > 0 && ts - p->lag_last_ts < a->opts.every_s) {
+		p->lag_suppressed++;
+		return;
+	}
+	memcpy(p->comm, t->comm, LW_COMM_LEN);
+	suppressed = p->lag_suppressed;
+	p->lag_suppressed = 0;
+	p->lag_last_ts = ts;
+	if (a->opts.log_lines) {
+		fprintf(a->log, "loopwatch: ALERT %s[%u] thread %s[%u] lag p99 %.1f ms over the last "
+			"%.1f s (what an arriving event waits; %.1f %% of the time in iterations "
+			"over %.0f ms; per iteration p99 %.2f ms)", t->comm, t->pid, t->thread, t->tid,
+			(double)lag->p99_ns / 1e6, m->interval_s, 100.0 * lag->over_share,
+			(double)lag->over_ns / 1e6, (double)t->interval.lag.p99_ns / 1e6);
+		if (suppressed)
+			fprintf(a->log, " (+%llu suppressed)", (unsigned long long)suppressed);
+		fputc('\n', a->log);
+		alert_log__flush(a);
+	}
+	if (a->opts.json) {
+		FILE *out = a->opts.json;
+
+		fprintf(out, "{\"type\":\"alert\",\"kind\":\"lag\",\"ts\":%.6f,\"pid\":%u,"
+			"\"tid\":%u,\"comm\":", ts, t->pid, t->tid);
+		json__string(out, t->comm);
+		fputs(",\"thread\":", out);
+		json__string(out, t->thread);
+		fprintf(out, ",\"lag_ms\":%.3f,\"arrival_p99_ms\":%.3f,\"window_s\":%.3f,"
+			"\"stall_share\":%.5f,\"iteration_p99_ms\":%.3f,\"suppressed\":%llu}\n",
+			json__ms(lag->p99_ns), json__ms(lag->p99_ns), (double)lag->span_ns / 1e9,
+			lag->over_share, json__ms(t->interval.lag.p99_ns),
+			(unsigned long long)suppressed);
+		fflush(out);
+	}
+	if (!a->opts.exec_path)
+		return;
+	snprintf(vars[n++], sizeof(vars[0]), "LOOPWATCH_KIND=lag");
+	snprintf(vars[n++], sizeof(vars[0]), "LOOPWATCH_PID=%u", t->pid);
+	snprintf(vars[n++], sizeof(vars[0]), "LOOPWATCH_TID=%u", t->tid);
+	snprintf(vars[n++], sizeof(vars[0]), "LOOPWATCH_COMM=%s", t->comm);
+	snprintf(vars[n++], sizeof(vars[0]), "LOOPWATCH_THREAD=%s", t->thread);
+	snprintf(vars[n++], sizeof(vars[0]), "LOOPWATCH_LAG_MS=%.3f", (double)lag->p99_ns / 1e6);
+	snprintf(vars[n++], sizeof(vars[0]), "LOOPWATCH_STALL_SHARE=%.5f", lag->over_share);
+	snprintf(vars[n++], sizeof(vars[0]), "LOOPWATCH_SUPPRESSED=%llu",
+		 (unsigned long long)suppressed);
+	alert__run(a, vars, n);
+}
+
+static void alert__interval(struct sink *s, const struct model *m, double ts)
+{
+	for (size_t i = 0; i < m->nthreads; i++) {
+		if (m->threads[i]->active)
+			alert__lag(s->priv, m->threads[i], m, ts);
+	}
+}
+
 static void alert__slow(struct sink *s, const struct stall_report *r)
 {
 	alert__fire(s->priv, r, false);
@@ -342,6 +437,7 @@ const struct sink_ops alert_sink = {
 	.name = "alerts",
 	.wanted = alert__wanted,
 	.open = alert__open,
+	.interval = alert__interval,
 	.slow = alert__slow,
 	.stuck = alert__stuck,
 	.close = alert__close,

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 #include "lib/hist.h"
+#include "sinks/advice.h"
 #include "sinks/outfile.h"
 #include "sinks/rows.h"
 #include "sinks/sink.h"
@@ -34,6 +35,11 @@ struct diag_stuck {
 	__u64 longest_ns;
 	char top[256];
 	char syscall[REPORT_NAME_LEN];
+	/* the longest one: which iteration, whether it ended, its time by part */
+	__u32 tid;
+	double start_ts;
+	bool ended;
+	__u64 parts_ns[3];	/* by enum stall_cause: so far, or at its end */
 };
 
 struct diagnosis {
@@ -119,6 +125,31 @@ static void diagnosis__stuck(struct sink *s, const struct stuck_report *k)
 		st->longest_ns = k->so_far.duration_ns;
 		snprintf(st->top, sizeof(st->top), "%s", k->so_far.top);
 		snprintf(st->syscall, sizeof(st->syscall), "%s", k->in_call ? k->call.syscall : "");
+		st->tid = k->so_far.tid;
+		st->start_ts = k->so_far.ts;
+		st->ended = false;
+		st->parts_ns[CAUSE_CPU] = k->so_far.oncpu_ns;
+		st->parts_ns[CAUSE_BLOCKED] = k->so_far.blocked_ns;
+		st->parts_ns[CAUSE_RUNQ] = k->so_far.runq_ns;
+	}
+}
+
+/* The end of a hung iteration: it returned to its wait, with its final split. */
+static void diagnosis__stall(struct sink *s, const struct stall_report *r)
+{
+	struct diagnosis *d = s->priv;
+
+	for (size_t i = 0; i < d->nstuck; i++) {
+		struct diag_stuck *st = &d->stuck[i];
+		double dt = r->ts - st->start_ts;
+
+		if (st->pid != r->pid || st->tid != r->tid || dt < -1e-3 || dt > 1e-3)
+			continue;
+		st->ended = true;
+		st->longest_ns = r->duration_ns;
+		st->parts_ns[CAUSE_CPU] = r->oncpu_ns;
+		st->parts_ns[CAUSE_BLOCKED] = r->blocked_ns;
+		st->parts_ns[CAUSE_RUNQ] = r->runq_ns;
 	}
 }
 
@@ -137,39 +168,11 @@ static enum stall_cause times__cause(const struct func_times *t)
 			       t->self_ns[CAUSE_RUNQ]);
 }
 
-/* One line of plain advice for a culprit, by its main cause and what it was in. */
-static const char *advice(const struct func_stat *f, enum stall_cause cause)
+static const char *path__base(const char *path)
 {
-	const char *via = f->via;
+	const char *slash = strrchr(path, '/');
 
-	if (cause == CAUSE_RUNQ)
-		return "the thread was runnable but had no CPU: the host (or the cgroup's CPU "
-		       "quota) is short of CPU; raise its CPU share or move other work off the "
-		       "machine.";
-	if (cause == CAUSE_CPU) {
-		if (strstr(via, "json") || strstr(via, "pickle"))
-			return "serializing on the loop: encode in a worker thread or process "
-			       "(run_in_executor), send smaller documents, or use a faster "
-			       "encoder.";
-		return "CPU work on the loop: move it to a worker thread or process "
-		       "(run_in_executor, worker_threads), or split it into chunks that yield "
-		       "to the loop.";
-	}
-	if (!strncmp(via, "fsync", 5) || !strncmp(via, "fdatasync", 9) ||
-	    !strncmp(via, "sync_file_range", 15))
-		return "a disk flush on the loop: flush from a thread, or batch the writes.";
-	if (strstr(via, "sleep"))
-		return "a blocking sleep on the loop: use the loop's timer (asyncio.sleep, "
-		       "setTimeout) instead.";
-	if (!strcmp(via, "futex"))
-		return "waiting for a lock another thread holds: do not take contended locks "
-		       "on the loop; hand the work to that thread instead.";
-	if (!strncmp(via, "read", 4) || !strncmp(via, "recv", 4) || !strcmp(via, "connect") ||
-	    strstr(via, "poll") || strstr(via, "select"))
-		return "a blocking read or network call on the loop: use the loop's async client "
-		       "(or run the call in an executor), with a timeout.";
-	return "a blocking call on the loop: make it asynchronous or run it in a thread "
-	       "(run_in_executor).";
+	return slash ? slash + 1 : path;
 }
 
 static double pct(__u64 part, __u64 whole)
@@ -177,15 +180,22 @@ static double pct(__u64 part, __u64 whole)
 	return whole ? 100.0 * (double)part / (double)whole : 0;
 }
 
+/*
+ * Arrival-weighted lag first: what an event arriving at a random moment
+ * waits, where a long iteration counts in proportion to its length; then the
+ * iterations' own percentiles, each counted once however long.
+ */
 static void lag__print(FILE *out, const struct diagnosis *d, const struct model *m, __u32 pid,
 		       __u64 *p99_ns)
 {
+	double over = 0;
 	char name[64];
 
 	*p99_ns = 0;
-	fprintf(out, "| loop thread | iterations | utilization | p50 | p90 | p99 | p99.9 | max "
-		"| over %.0f ms |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
-		d->threshold_ms);
+	fprintf(out, "| loop thread | iterations | utilization | arrival lag p50 | p90 | p99 | max "
+		"| time in iterations over %.0f ms | per iteration p50 | p90 | p99 | p99.9 "
+		"| iterations over %.0f ms |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: "
+		"| ---: | ---: | ---: | ---: | ---: | ---: |\n", d->threshold_ms, d->threshold_ms);
 	for (size_t i = 0; i < m->nthreads; i++) {
 		const struct loop_thread *t = m->threads[i];
 		struct loop_view v;
@@ -193,24 +203,32 @@ static void lag__print(FILE *out, const struct diagnosis *d, const struct model 
 		if (t->pid != pid || !t->snap.iterations)
 			continue;
 		loop_thread__summary(t, &v);
-		if (v.lag.p99_ns > *p99_ns)
-			*p99_ns = v.lag.p99_ns;
+		if (v.arrival.p99_ns > *p99_ns) {
+			*p99_ns = v.arrival.p99_ns;
+			over = v.arrival.over_share;
+		}
 		snprintf(name, sizeof(name), "%s[%u]", t->thread, t->tid);
 		fputs("| ", out);
 		md__code(out, name);
-		fprintf(out, " | %llu | %.1f %% | %.2f ms | %.2f ms | %.2f ms | %.2f ms | %.2f ms "
-			"| %llu (%.1f %%) |\n", (unsigned long long)v.iterations,
-			100.0 * loop_view__utilization(&v), ms(v.lag.p50_ns), ms(v.lag.p90_ns),
-			ms(v.lag.p99_ns), ms(v.lag.p999_ns), ms(v.lag.max_ns),
+		fprintf(out, " | %llu | %.1f %% | %.2f ms | %.2f ms | %.2f ms | %.2f ms | %.2f %% "
+			"| %.2f ms | %.2f ms | %.2f ms | %.2f ms | %llu (%.1f %%) |\n",
+			(unsigned long long)v.iterations, 100.0 * loop_view__utilization(&v),
+			ms(v.arrival.p50_ns), ms(v.arrival.p90_ns), ms(v.arrival.p99_ns),
+			ms(v.lag.max_ns), 100.0 * v.arrival.over_share, ms(v.lag.p50_ns),
+			ms(v.lag.p90_ns), ms(v.lag.p99_ns), ms(v.lag.p999_ns),
 			(unsigned long long)t->snap.stalls, pct(t->snap.stalls, v.iterations));
 	}
-	fprintf(out, "\nTarget: every iteration under %.0f ms (`--threshold`). ", d->threshold_ms);
+	fprintf(out, "\nArrival lag: what an event arriving at a random moment waits for the "
+		"iteration under way (0 while the loop waits); a long iteration is met in "
+		"proportion to its length. Target: under %.0f ms (`--threshold`). ",
+		d->threshold_ms);
 	if (*p99_ns > d->threshold_ms * 1e6)
-		fprintf(out, "**The p99 lag, %.1f ms, is %.1f× the target**: 1 event in 100 waits "
-			"that long before the loop looks at it.\n\n", ms(*p99_ns),
-			ms(*p99_ns) / d->threshold_ms);
+		fprintf(out, "**The p99 arrival lag, %.1f ms, is %.1f× the target**: 1 event in 100 "
+			"waits that long before the loop looks at it; the loop spends %.1f %% of "
+			"its time in iterations over %.0f ms.\n\n", ms(*p99_ns),
+			ms(*p99_ns) / d->threshold_ms, 100.0 * over, d->threshold_ms);
 	else
-		fprintf(out, "The p99 lag, %.2f ms, is within it.\n\n", ms(*p99_ns));
+		fprintf(out, "The p99 arrival lag, %.2f ms, is within it.\n\n", ms(*p99_ns));
 }
 
 static void culprits__print(FILE *out, const struct model *m, const struct attr_proc *p,
@@ -247,7 +265,7 @@ static void culprits__print(FILE *out, const struct model *m, const struct attr_
 		if (tail_stalls)
 			fprintf(out, ", %.0f %% of the time of the %zu stalls at or over the p99",
 				100.0 * tail, tail_stalls);
-		fprintf(out, ".\n   Advice: %s\n", advice(f, cause));
+		fprintf(out, ".\n   Advice: %s\n", advice__culprit(f->via, cause));
 	}
 	if (!n)
 		fputs("No stall: nothing to attribute.\n", out);
@@ -311,13 +329,8 @@ static void runq__print(FILE *out, const struct model *m, const struct attr_proc
 		}
 	}
 	fprintf(out, "### Waiting for a CPU\n\n%.1f %% of the stall time and %.1f %% of all busy "
-		"time was spent runnable, waiting for a CPU. ", share, pct(runq, busy));
-	if (share >= 20)
-		fputs("**The host starves this loop**: the code is not the only cause; raise the "
-		      "process's CPU share (nice, the cgroup's cpu.weight or quota) or move other "
-		      "work off the machine.\n\n", out);
-	else
-		fputs("The stalls come from the code, not from a lack of CPU.\n\n", out);
+		"time was spent runnable, waiting for a CPU. %s\n\n", share, pct(runq, busy),
+		advice__runq(p->stall_ns));
 }
 
 static void probes__print(FILE *out, const struct model *m, __u32 pid)
@@ -350,23 +363,30 @@ static void stuck__print(FILE *out, const struct diagnosis *d, __u32 pid)
 
 		if (st->pid != pid)
 			continue;
+		__u64 total = st->parts_ns[0] + st->parts_ns[1] + st->parts_ns[2];
+		enum stall_cause cause = stall_cause__of(st->parts_ns[CAUSE_CPU],
+							 st->parts_ns[CAUSE_BLOCKED],
+							 st->parts_ns[CAUSE_RUNQ]);
+
 		fprintf(out, "### Hung loops\n\n%llu iteration(s) lasted past `--stuck-after`; the "
-			"longest seen ran %.1f s, in ", (unsigned long long)st->reports,
-			(double)st->longest_ns / 1e9);
+			"longest %s %.1f s (on CPU %.0f %%, blocked %.0f %%, waiting for a CPU "
+			"%.0f %%), in ", (unsigned long long)st->reports,
+			st->ended ? "ran" : "had run", (double)st->longest_ns / 1e9,
+			pct(st->parts_ns[CAUSE_CPU], total), pct(st->parts_ns[CAUSE_BLOCKED], total),
+			pct(st->parts_ns[CAUSE_RUNQ], total));
 		md__code(out, st->top);
 		if (st->syscall[0]) {
-			fputs(", asleep in ", out);
+			fputs(st->ended ? ", when last seen asleep in " : ", asleep in ", out);
 			md__code(out, st->syscall);
 		}
-		fputs(". A loop that never returns to its wait handles no event at all: look for a "
-		      "deadlock or a call without a timeout there.\n\n", out);
+		fprintf(out, ". %s\n\n", advice__hung(st->ended, cause));
 	}
 }
 
 static void process__print(FILE *out, const struct diagnosis *d, const struct model *m,
 			   const struct attr_proc *p)
 {
-	const char *exe = "";
+	const char *exe = "", *started = "";
 	__u64 busy = 0, idle = 0, p99_ns;
 
 	for (size_t i = 0; i < m->nthreads; i++) {
@@ -375,9 +395,17 @@ static void process__print(FILE *out, const struct diagnosis *d, const struct mo
 			idle += m->threads[i]->snap.idle_ns;
 			if (m->threads[i]->exe[0])
 				exe = m->threads[i]->exe;
+			if (m->threads[i]->started_as[0])
+				started = m->threads[i]->started_as;
 		}
 	}
 	fprintf(out, "## %s (pid %u)\n\n", p->comm, p->pid);
+	/* as the user started it first, then the file a symlink led to */
+	if (started[0] && exe[0] && strcmp(path__base(started), path__base(exe))) {
+		fputs("Started as ", out);
+		md__code(out, started);
+		fputs(", running ", out);
+	}
 	if (exe[0]) {
 		md__code(out, exe);
 		fputs("\n\n", out);
@@ -447,6 +475,7 @@ const struct sink_ops diagnosis_sink = {
 	.wanted = diagnosis__wanted,
 	.open = diagnosis__open,
 	.block = diagnosis__block,
+	.stall = diagnosis__stall,
 	.stuck = diagnosis__stuck,
 	.snapshot = diagnosis__snapshot,
 	.summary = diagnosis__summary,

@@ -41,6 +41,12 @@ static void loop_view__json(FILE *out, const char *type, double ts,
 	json__string(out, t->comm);
 	fputs(",\"thread\":", out);
 	json__string(out, t->thread);
+	/* what an event arriving at a random moment waits, then per iteration (lag_ms) */
+	fprintf(out, ",\"arrival_lag_ms\":{\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f,"
+		"\"max\":%.3f},\"window_ms\":%.3f,\"stall_share\":%.5f",
+		json__ms(v->arrival.p50_ns), json__ms(v->arrival.p90_ns),
+		json__ms(v->arrival.p99_ns), json__ms(v->arrival.max_ns),
+		json__ms(v->arrival.span_ns), v->arrival.over_share);
 	fprintf(out, ",\"iterations\":%llu,\"busy_ms\":%.3f,\"idle_ms\":%.3f,"
 		"\"oncpu_ms\":%.3f,\"blocked_ms\":%.3f,\"runq_ms\":%.3f,\"busy_now_ms\":%.3f,"
 		"\"utilization\":%.4f,\"lag_ms\":{\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f,"

@@ -9,6 +9,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include "lib/arrival.h"
 #include "lib/cgroup.h"
 #include "lib/text.h"
 #include "sinks/promreg.h"
@@ -53,6 +54,15 @@ struct prom_counts {
 	__u64 stalls;
 	__u64 total_ns;			/* syscall: asleep in it; probe: inside calls */
 	__u64 calls;			/* syscall series: invocations that slept */
+	/*
+	 * Loop series, arrival-weighted lag as a histogram of time: of span_ns
+	 * (every moment watched, busy or waiting), the ns at which an arriving
+	 * event would have waited at most le ("0" first, then prom_buckets).
+	 */
+	__u64 arrival_le[PROM_NBUCKETS + 1];
+	__u64 span_ns;
+	__u64 arrival_us2;		/* the integral of the wait over time, us^2 */
+	__u64 stall_busy_ns;		/* busy time in iterations over the stall threshold */
 };
 
 struct prom_series {
@@ -99,6 +109,34 @@ struct prom_registry {
 	int refs;		/* prom_registry__shared's users */
 };
 
+/*
+ * Time at which an arriving event waits at most le: span - sum max(0, d - le),
+ * the sum by the chord inside le's bucket (exact at its bounds, never below
+ * the truth) with each bucket's own bounds, so that what an iteration adds
+ * is at most its length: every bucket only grows.
+ */
+static void counts__arrival(struct prom_counts *c, const struct loop_thread *t)
+{
+	const struct lw_hist *h = &t->snap.busy_hist;
+	const struct lw_hist_sums *s = &t->snap.busy_sums;
+	double span = (double)t->span_ns, sq = 0;
+
+	for (size_t i = 0; i <= PROM_NBUCKETS; i++) {
+		double excess = arrival__excess_ns(h, s, i ? prom_buckets[i - 1].ns : 0, 0, true);
+
+		c->arrival_le[i] = span > excess ? (__u64)(span - excess) : 0;
+	}
+	c->span_ns = t->span_ns;
+	/* the wait falls from d to 0 over an iteration: d^2 / 2 each, a bucket at its mean */
+	for (unsigned int b = 0; b < LW_HIST_BUCKETS; b++) {
+		if (h->counts[b])
+			sq += (double)s->ns[b] / 1e3 * ((double)s->ns[b] / 1e3) /
+			      (double)h->counts[b] / 2;
+	}
+	c->arrival_us2 = (__u64)sq;
+	c->stall_busy_ns = t->over_ns ? (__u64)arrival__sum_over_ns(h, s, t->over_ns, 0) : 0;
+}
+
 static void counts__from_thread(struct prom_counts *c, const struct loop_thread *t)
 {
 	const struct lw_hist *h = &t->snap.busy_hist;
@@ -113,6 +151,7 @@ static void counts__from_thread(struct prom_counts *c, const struct loop_thread 
 	c->runq_ns = t->snap.runq_ns;
 	c->iterations = t->snap.iterations;
 	c->stalls = t->snap.stalls;
+	counts__arrival(c, t);
 }
 
 /* dst += a - b */
@@ -130,6 +169,14 @@ static void counts__add_diff(struct prom_counts *dst, const struct prom_counts *
 	dst->stalls += a->stalls - b->stalls;
 	dst->total_ns += a->total_ns - b->total_ns;
 	dst->calls += a->calls - b->calls;
+	/* estimates from sums: rounding may move them back a nanosecond, never a count */
+	for (size_t i = 0; i <= PROM_NBUCKETS; i++)
+		dst->arrival_le[i] += a->arrival_le[i] > b->arrival_le[i] ?
+				      a->arrival_le[i] - b->arrival_le[i] : 0;
+	dst->span_ns += a->span_ns - b->span_ns;
+	dst->arrival_us2 += a->arrival_us2 > b->arrival_us2 ? a->arrival_us2 - b->arrival_us2 : 0;
+	dst->stall_busy_ns += a->stall_busy_ns > b->stall_busy_ns ?
+			      a->stall_busy_ns - b->stall_busy_ns : 0;
 }
 
 /*
@@ -145,7 +192,7 @@ static bool counts__any_below(const struct prom_counts *a, const struct prom_cou
 	return a->count < b->count || a->busy_ns < b->busy_ns || a->idle_ns < b->idle_ns ||
 	       a->blocked_ns < b->blocked_ns || a->runq_ns < b->runq_ns ||
 	       a->iterations < b->iterations || a->stalls < b->stalls ||
-	       a->total_ns < b->total_ns || a->calls < b->calls;
+	       a->total_ns < b->total_ns || a->calls < b->calls || a->span_ns < b->span_ns;
 }
 
 static unsigned int str__hash(const char *s)
@@ -827,7 +874,43 @@ static void family__histogram(FILE *out, struct prom_series **v, size_t n)
 	}
 }
 
-enum prom_field { F_BUSY, F_IDLE, F_BLOCKED, F_RUNQ, F_ITERATIONS, F_STALLS, F_TOTAL, F_CALLS };
+/*
+ * Arrival-weighted lag as a histogram of time, not of events: _count is the
+ * time watched, a bucket the part of it at which an event arriving would
+ * have waited at most le. histogram_quantile() over its rate gives the
+ * quantiles of what a request arriving at a random moment waits.
+ */
+static void family__arrival(FILE *out, struct prom_series **v, size_t n)
+{
+	const char *name = "loopwatch_loop_arrival_lag_seconds";
+
+	family__header(out, name, "histogram",
+		       "What an event arriving at a random moment waits for the iteration under "
+		       "way (0 while the loop waits), weighted by time: _count is the seconds "
+		       "watched, a bucket the seconds at which the wait was at most le, _sum the "
+		       "integral of the wait (seconds^2). P(wait > x) = 1 - rate(bucket{le=x}) / "
+		       "rate(_count).");
+	for (size_t i = 0; i < n; i++) {
+		const struct prom_counts *c = &v[i]->total;
+
+		for (size_t b = 0; b <= PROM_NBUCKETS; b++) {
+			fprintf(out, "%s_bucket{%s,le=\"%s\"} ", name, v[i]->labels,
+				b ? prom_buckets[b - 1].le : "0");
+			seconds__print(out, c->arrival_le[b]);
+			fputc('\n', out);
+		}
+		fprintf(out, "%s_bucket{%s,le=\"+Inf\"} ", name, v[i]->labels);
+		seconds__print(out, c->span_ns);
+		fprintf(out, "\n%s_sum{%s} %.6f\n%s_count{%s} ", name, v[i]->labels,
+			(double)c->arrival_us2 / 1e12, name, v[i]->labels);
+		seconds__print(out, c->span_ns);
+		fputc('\n', out);
+	}
+}
+
+enum prom_field {
+	F_BUSY, F_IDLE, F_BLOCKED, F_RUNQ, F_ITERATIONS, F_STALLS, F_STALL_BUSY, F_TOTAL, F_CALLS
+};
 
 /* The counter families in the order they are written: one field of one kind's series. */
 static const struct prom_family {
@@ -850,6 +933,10 @@ static const struct prom_family {
 	  "Event-loop iterations (wait calls that returned and were followed by another)." },
 	{ PROM_LOOP, F_STALLS, "loopwatch_stalls_total",
 	  "Loop iterations at or over the stall threshold (--threshold)." },
+	{ PROM_LOOP, F_STALL_BUSY, "loopwatch_loop_stall_seconds_total",
+	  "Of loopwatch_loop_busy_seconds_total, the time in iterations at or over the stall "
+	  "threshold (--threshold; within 3 % of one histogram bucket); over the rate of "
+	  "loopwatch_loop_arrival_lag_seconds_count, the share of the time the loop is stalled." },
 	{ PROM_SYSCALL, F_TOTAL, "loopwatch_blocking_syscall_seconds_total",
 	  "Time loop threads slept inside a syscall while handling events (between two wait "
 	  "calls), per process and syscall; page_fault is a sleep outside any syscall." },
@@ -893,6 +980,9 @@ static void family__counter(FILE *out, struct prom_series **v, size_t n,
 			break;
 		case F_STALLS:
 			fprintf(out, "%llu", (unsigned long long)c->stalls);
+			break;
+		case F_STALL_BUSY:
+			seconds__print(out, c->stall_busy_ns);
 			break;
 		case F_TOTAL:
 			seconds__print(out, c->total_ns);
@@ -1004,6 +1094,7 @@ void prom_registry__render(struct prom_registry *sp, const struct model *m, doub
 
 	prom_registry__fold(sp, m, now_s);
 	v = series__sorted(sp, kind, &n);
+	family__arrival(out, v, n);
 	family__histogram(out, v, n);
 	family__busy_now(out, v, n);
 	for (size_t i = 0; i < PROM_NCOUNTERS; i++) {

@@ -12,10 +12,16 @@ void time__format(char *buf, size_t len, double ts)
 	strftime(buf, len, "%H:%M:%S", &tm);
 }
 
+/*
+ * Arrival-weighted lag first (LAG*: what an event arriving at a random moment
+ * waits; STALL%: share of the time in iterations over --threshold), then the
+ * same iterations' percentiles per iteration. The longest iteration is the
+ * longest wait of both.
+ */
 const char *loop_row__header(void)
 {
-	return "    PID     TID COMM            THREAD           ITER/s  UTIL%    P50ms    P90ms"
-	       "    P99ms  P99.9ms    MAXms";
+	return "    PID     TID COMM            THREAD           ITER/s  UTIL% STALL%  LAG50ms"
+	       "  LAG90ms  LAG99ms    MAXms | per iteration:    P50ms    P90ms    P99ms  P99.9ms";
 }
 
 void loop_row__format(char *buf, size_t len, const struct loop_thread *t,
@@ -23,10 +29,13 @@ void loop_row__format(char *buf, size_t len, const struct loop_thread *t,
 {
 	double rate = seconds > 0 ? (double)v->iterations / seconds : 0;
 
-	int n = snprintf(buf, len, "%7u %7u %-15s %-15s %7.0f %6.1f %8.3f %8.3f %8.3f %8.3f %8.3f",
+	int n = snprintf(buf, len, "%7u %7u %-15s %-15s %7.0f %6.1f %6.1f %8.3f %8.3f %8.3f %8.3f"
+			 " |                %8.3f %8.3f %8.3f %8.3f",
 			 t->pid, t->tid, t->comm, t->thread, rate,
-			 100.0 * loop_view__utilization(v), ms(v->lag.p50_ns), ms(v->lag.p90_ns),
-			 ms(v->lag.p99_ns), ms(v->lag.p999_ns), ms(v->lag.max_ns));
+			 100.0 * loop_view__utilization(v), 100.0 * v->arrival.over_share,
+			 ms(v->arrival.p50_ns), ms(v->arrival.p90_ns), ms(v->arrival.p99_ns),
+			 ms(v->lag.max_ns), ms(v->lag.p50_ns), ms(v->lag.p90_ns),
+			 ms(v->lag.p99_ns), ms(v->lag.p999_ns));
 
 	/* still inside an iteration longer than an interval: hung, or nearly */
 	if (t->busy_now_ns >= 1000000000ull && n > 0 && (size_t)n < len)
@@ -34,13 +43,14 @@ void loop_row__format(char *buf, size_t len, const struct loop_thread *t,
 }
 
 /*
- * An 80-column terminal cannot hold the full row (~106 columns) and would
- * cut off p99 and max, the columns rows are sorted by: drop the tid and
- * share one column between process and thread names there.
+ * An 80-column terminal cannot hold the full row (~140 columns) and would
+ * cut off what matters most: drop the tid, share one column between process
+ * and thread names, and keep the arrival-weighted lag and the per-iteration
+ * p99 (IT99).
  */
 const char *loop_row__compact_header(void)
 {
-	return "    PID COMM/THREAD       ITER/s UTIL%   P50ms   P90ms   P99ms P99.9ms   MAXms";
+	return "    PID COMM/THREAD       ITER/s UTIL%   LAG50   LAG90   LAG99   MAXms  IT99ms";
 }
 
 void loop_row__compact(char *buf, size_t len, const struct loop_thread *t,
@@ -51,8 +61,8 @@ void loop_row__compact(char *buf, size_t len, const struct loop_thread *t,
 	snprintf(names, sizeof(names), "%s/%s", t->comm, t->thread);
 	snprintf(buf, len, "%7u %-16.16s %7.0f %5.1f %7.2f %7.2f %7.2f %7.2f %7.2f", t->pid, names,
 		 seconds > 0 ? (double)v->iterations / seconds : 0,
-		 100.0 * loop_view__utilization(v), ms(v->lag.p50_ns), ms(v->lag.p90_ns),
-		 ms(v->lag.p99_ns), ms(v->lag.p999_ns), ms(v->lag.max_ns));
+		 100.0 * loop_view__utilization(v), ms(v->arrival.p50_ns), ms(v->arrival.p90_ns),
+		 ms(v->arrival.p99_ns), ms(v->lag.max_ns), ms(v->lag.p99_ns));
 }
 
 const char *offender_row__header(void)

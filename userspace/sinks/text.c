@@ -190,6 +190,9 @@ void text__summary_print(FILE *out, const struct model *m)
 	if (m->events_dropped)
 		fprintf(out, "Dropped: %llu events (stalls, blocking and probed calls) lost to a "
 			"full ring buffer\n", (unsigned long long)m->events_dropped);
+	fprintf(out, "LAG: what an event arriving at a random moment waits (arrival-weighted); "
+		"STALL%%: share of the time\nin iterations over the threshold; per iteration: "
+		"each iteration counted once, however long.\n");
 	fprintf(out, "%s\n", loop_row__header());
 	for (size_t i = 0; v && i < n; i++) {
 		loop_thread__summary(v[i], &sum);

@@ -290,6 +290,25 @@ bool tracker__names(struct tracker *t, __u32 pid, __u32 tid, char *comm, char *t
 	       proc__comm(p, (int)tid, thread, LW_COMM_LEN);
 }
 
+void tracker__started_as(struct tracker *t, __u32 pid, char *buf, size_t len)
+{
+	struct proc *p = procs__get(t->procs, (int)pid);
+
+	if (!p || !proc__started_as(p, buf, len))
+		buf[0] = '\0';
+}
+
+bool tracker__run_delay(struct tracker *t, __u32 pid, __u32 tid, __u64 *ns)
+{
+	struct proc *p = procs__get(t->procs, (int)pid);
+	uint64_t v;
+
+	if (!p || !proc__alive(p) || !proc__run_delay(p, (int)tid, &v))
+		return false;
+	*ns = v;
+	return true;
+}
+
 void tracker__facts(struct tracker *t, __u32 pid, char *exe, size_t exe_len, char *cgroup,
 		    size_t cgroup_len, struct cgroup_identity *cg)
 {

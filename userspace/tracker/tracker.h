@@ -41,6 +41,10 @@ void tracker__rescan(struct tracker *t);
 bool tracker__comm(struct tracker *t, __u32 pid, char *comm);
 /* A live thread's process and thread names (LW_COMM_LEN each); false when gone. */
 bool tracker__names(struct tracker *t, __u32 pid, __u32 tid, char *comm, char *thread);
+/* The name a process was started as (proc__started_as), "" when unknown. */
+void tracker__started_as(struct tracker *t, __u32 pid, char *buf, size_t len);
+/* A live thread's wait for a CPU so far, ns (proc__run_delay); false when gone. */
+bool tracker__run_delay(struct tracker *t, __u32 pid, __u32 tid, __u64 *ns);
 /*
  * A process's executable and cgroup path, "" when unknown; a path longer
  * than cgroup_len ends in "...", and cg is the identity of the whole path.
