@@ -198,6 +198,20 @@ def named_python(name):
     return d, os.path.join(d, name)
 
 
+def probed_until_done(lw, w):
+    """Start loopwatch, wait for its probes, let the workload run to its end: the lines."""
+    try:
+        lw.start()
+        wait_for_uprobes(lw.proc.pid)
+        w.go()
+        w.wait()
+        time.sleep(0.6)
+        return lw.stop(signal.SIGINT)
+    finally:
+        w.kill()
+        lw.kill()
+
+
 def test_filters_cover_every_probe_output(ctx):
     """Probes fire in every process that maps the file: under -p and --comm no line, no
     metric names another process calling json.dumps meanwhile (lwB...)."""
@@ -215,16 +229,7 @@ def test_filters_cover_every_probe_output(ctx):
             w = Workload([python_a, os.path.join(APPS, "probe_json.py"), out, str(CALLS)])
             args = [a.replace("PID", str(w.pid)) for a in target]
             lw = Loopwatch(ctx, *args, "-d", 60, "--prom-file", prom, "--prom-interval", 0.5)
-            try:
-                lw.start()
-                wait_for_uprobes(lw.proc.pid)
-                w.go()
-                w.wait()
-                time.sleep(0.6)
-                lines = lw.stop(signal.SIGINT)
-            finally:
-                w.kill()
-                lw.kill()
+            lines = probed_until_done(lw, w)
             load_truth(out)
             with open(prom) as f:
                 metrics = f.read()
@@ -255,16 +260,9 @@ def test_probes_go_into_loop_processes_alone(ctx):
     lw = Loopwatch(ctx, "--comm", name, "-d", 60)
     try:
         batch.go()
-        lw.start()
-        wait_for_uprobes(lw.proc.pid)
-        w.go()
-        w.wait()
-        time.sleep(0.6)
-        lines = lw.stop(signal.SIGINT)
+        lines = probed_until_done(lw, w)
     finally:
-        w.kill()
         batch.kill()
-        lw.kill()
         shutil.rmtree(d, ignore_errors=True)
     load_truth(out)
     assert summary(lines, w.pid, "json.dumps")["calls"] == CALLS

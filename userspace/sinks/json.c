@@ -12,16 +12,8 @@ static bool json__wanted(const struct sink_config *cfg)
 
 static int json__open(struct sink *s, const struct sink_config *cfg, char *err, size_t errlen)
 {
-	struct stream *st = calloc(1, sizeof(*st));
-
-	if (!st) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
-	st->f = cfg->out;
-	st->name = "stdout";
-	s->priv = st;
-	return 0;
+	s->priv = stream__new(cfg->out, "stdout", err, errlen);
+	return s->priv ? 0 : -1;
 }
 
 static FILE *json__out(const struct sink *s)

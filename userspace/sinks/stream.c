@@ -1,7 +1,21 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include "sinks/stream.h"
+
+struct stream *stream__new(FILE *f, const char *name, char *err, size_t errlen)
+{
+	struct stream *st = calloc(1, sizeof(*st));
+
+	if (!st) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	st->f = f;
+	st->name = name;
+	return st;
+}
 
 int stream__flush(struct stream *s)
 {

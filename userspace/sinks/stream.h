@@ -15,6 +15,8 @@ struct stream {
 	int err;		/* the first failure: -errno, sticky */
 };
 
+/* A stream over f named name in messages; NULL with a reason in err. */
+struct stream *stream__new(FILE *f, const char *name, char *err, size_t errlen);
 /* Flush: 0, or the first failure's -errno (said once on stderr). */
 int stream__flush(struct stream *s);
 
