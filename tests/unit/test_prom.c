@@ -32,7 +32,7 @@ static struct {
 	struct lw_probe_stats pstats[FAKE_MAX];
 	int nprobes;
 	const char *labels[FAKE_MAX];	/* by probe id */
-	__u64 dropped, loops_full, switch_ins_missed;
+	__u64 dropped, loops_full, switch_ins_missed, loops_refused;
 } fake;
 
 static int fake__loops(void *ctx, void (*fn)(const struct lw_loop *, void *), void *arg)
@@ -66,12 +66,13 @@ static int fake__probes(void *ctx,
 }
 
 static void fake__counters(void *ctx, __u64 *dropped, __u64 *loops_full,
-			   __u64 *switch_ins_missed)
+			   __u64 *switch_ins_missed, __u64 *loops_refused)
 {
 	(void)ctx;
 	*dropped = fake.dropped;
 	*loops_full = fake.loops_full;
 	*switch_ins_missed = fake.switch_ins_missed;
+	*loops_refused = fake.loops_refused;
 }
 
 static void fake__label(void *ctx, __u32 id, char *buf, size_t len)
@@ -205,6 +206,7 @@ static void test_buckets_exact(void)
 	fake.dropped = 3;
 	fake.loops_full = 4;
 	fake.switch_ins_missed = 5;
+	fake.loops_refused = 6;
 	model__drain(m, &fake_source, MODEL_AGGREGATES);
 	text = render(sp, m, 0);
 #define B(le) sample(text, "loopwatch_loop_iteration_seconds_bucket{" LBL ",le=\"" le "\"}")
@@ -224,6 +226,7 @@ static void test_buckets_exact(void)
 	CHECK(sample(text, "loopwatch_events_dropped_total") == 3, "events dropped");
 	CHECK(sample(text, "loopwatch_loop_map_full_total") == 4, "loop map full");
 	CHECK(sample(text, "loopwatch_switch_ins_missed_total") == 5, "switch-ins missed");
+	CHECK(sample(text, "loopwatch_loop_records_refused_total") == 6, "loop records refused");
 	CHECK(sample(text, "loopwatch_loop_threads_tracked") == 1, "one thread tracked");
 	CHECK(strstr(text, "# TYPE loopwatch_loop_iteration_seconds histogram\n"), "TYPE");
 	CHECK(strstr(text, "loopwatch_build_info{version=\""), "build info");

@@ -524,7 +524,7 @@ int collector__set_v8(struct collector *c, __u32 pid, const struct lw_v8_proc *c
 }
 
 void collector__counters(struct collector *c, __u64 *dropped, __u64 *loops_full,
-			 __u64 *switch_ins_missed)
+			 __u64 *switch_ins_missed, __u64 *loops_refused)
 {
 	int ncpus = libbpf_num_possible_cpus(), fd = bpf_map__fd(c->skel->maps.counters);
 	__u64 vals[ncpus > 0 ? ncpus : 1];
@@ -532,6 +532,7 @@ void collector__counters(struct collector *c, __u64 *dropped, __u64 *loops_full,
 		[LW_CTR_EVENTS_DROPPED] = dropped,
 		[LW_CTR_LOOPS_FULL] = loops_full,
 		[LW_CTR_SWITCH_INS_MISSED] = switch_ins_missed,
+		[LW_CTR_LOOPS_REFUSED] = loops_refused,
 	};
 
 	for (__u32 key = 0; key < LW_CTR_MAX; key++) {
@@ -576,6 +577,8 @@ static int collector__drain_live(struct collector *c, loop_fn fn, void *ctx)
 int collector__drain_loops(struct collector *c, loop_fn fn, void *ctx)
 {
 	int fd = bpf_map__fd(c->skel->maps.loops_final);
+	int tails = bpf_map__fd(c->skel->maps.loop_hists);
+	void *tail = (char *)c->buf + LW_LOOP_LIVE_SIZE;
 	__u32 key, *prev = NULL;
 	int n, nkeys = 0;
 
@@ -588,10 +591,14 @@ int collector__drain_loops(struct collector *c, loop_fn fn, void *ctx)
 		prev = &c->keys[nkeys++];
 	}
 	for (int i = 0; i < nkeys; i++) {
+		/* the record up to its histogram's tail, which stayed by itself */
 		if (bpf_map_lookup_elem(fd, &c->keys[i], c->buf))
 			continue;
+		if (bpf_map_lookup_elem(tails, &c->keys[i], tail))
+			memset(tail, 0, sizeof(struct lw_hist_tail));
 		fn(c->buf, ctx);
 		bpf_map_delete_elem(fd, &c->keys[i]);
+		bpf_map_delete_elem(tails, &c->keys[i]);
 	}
 	return n + nkeys;
 }

@@ -569,7 +569,8 @@ static void model__drain_aggregates(struct model *m, const struct model_source *
 		src->probes(src->ctx, model__add_probe, m);
 	model__finish_probes(m);
 	if (src->counters)
-		src->counters(src->ctx, &m->events_dropped, &m->loops_full, &m->switch_ins_missed);
+		src->counters(src->ctx, &m->events_dropped, &m->loops_full, &m->switch_ins_missed,
+			      &m->loops_refused);
 }
 
 /* At most once a second: the threads absent from the kernel's table, for how long. */
@@ -611,7 +612,7 @@ void model__drain(struct model *m, const struct model_source *src, unsigned int 
 		/* lost events are said in every output, each interval */
 		if (src->counters)
 			src->counters(src->ctx, &m->events_dropped, &m->loops_full,
-				      &m->switch_ins_missed);
+				      &m->switch_ins_missed, &m->loops_refused);
 	}
 	if (what & MODEL_AGGREGATES)
 		model__drain_aggregates(m, src);

@@ -97,7 +97,7 @@ struct model_source {
 		      void *arg);
 	/* the kernel side's self counters */
 	void (*counters)(void *ctx, __u64 *events_dropped, __u64 *loops_full,
-			 __u64 *switch_ins_missed);
+			 __u64 *switch_ins_missed, __u64 *loops_refused);
 	void (*probe_label)(void *ctx, __u32 id, char *buf, size_t len);
 	/* a live thread's process and thread names (LW_COMM_LEN); false when gone */
 	bool (*names)(void *ctx, __u32 pid, __u32 tid, char *comm, char *thread);
@@ -137,8 +137,9 @@ struct model {
 	size_t nrecent;
 	double run_s;		/* time since tracing started */
 	__u64 events_dropped;	/* kernel self counters, at the last drain */
-	__u64 loops_full;
+	__u64 loops_full;	/* loop threads not tracked: LW_MAX_LOOPS records alive */
 	__u64 switch_ins_missed;	/* off-CPU periods whose switch-in was never seen */
+	__u64 loops_refused;	/* loop threads not tracked: the kernel refused the record */
 	struct attribution *attr;	/* stall time by function (attribution.c) */
 	__u64 exited_forgotten;	/* exited threads let go to stay bounded (not in the summary) */
 	double keep_exited_s;	/* an exited thread stays at least this long (outputs fold it) */

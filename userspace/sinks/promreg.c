@@ -974,9 +974,14 @@ static void family__self(FILE *out, const struct prom_registry *sp, const struct
 		       "then if that went unseen too.");
 	fprintf(out, "loopwatch_switch_ins_missed_total %llu\n",
 		(unsigned long long)m->switch_ins_missed);
+	family__header(out, "loopwatch_loop_records_refused_total", "counter",
+		       "Loop threads not tracked: the kernel refused to create their record "
+		       "(out of memory, or a kernel limit loopwatch does not know). Above "
+		       "zero, loops go unseen: alert on it.");
+	fprintf(out, "loopwatch_loop_records_refused_total %llu\n",
+		(unsigned long long)m->loops_refused);
 	family__header(out, "loopwatch_loop_map_full_total", "counter",
-		       "Loop threads not tracked: 4096 loop records were alive, or the kernel "
-		       "could not allocate one.");
+		       "Loop threads not tracked: 4096 loop records were alive.");
 	fprintf(out, "loopwatch_loop_map_full_total %llu\n", (unsigned long long)m->loops_full);
 }
 
