@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs exactly the Debian packages loopwatch needs to build and test.
-# Idempotent: installs only what is missing. Usage: tools/deps.sh [build|test]
+# Idempotent: installs only what is missing. Usage: tools/deps.sh [build|test|kernels]
 set -euo pipefail
 
 build_pkgs=(clang make gcc bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev libncurses-dev
@@ -26,8 +26,12 @@ node_builds() {
 	done
 }
 
+# make test-kernels builds its Debian root with it
+kernels_pkgs=(debootstrap)
+
 want=("${build_pkgs[@]}")
 [ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")
+[ "${1:-build}" = kernels ] && want+=("${kernels_pkgs[@]}")
 
 missing=()
 for p in "${want[@]}"; do
