@@ -25,7 +25,7 @@ FUZZERS := $(patsubst tests/fuzz/%.c,$(OUT)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.
 WORKLOADS := $(patsubst tests/workloads/%.c,$(OUT)/workloads/%,$(wildcard tests/workloads/*.c)) \
 	$(OUT)/workloads/chainwork_split
 
-.PHONY: all run test bench clean deps test-deps check-sanitize sanitize-build
+.PHONY: all run test bench clean deps test-deps check-sanitize sanitize-build test-kernels
 
 all: $(OUT)/loopwatch
 
@@ -141,11 +141,22 @@ check-sanitize: $(OUT)/.test-deps
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 FUZZ_SECONDS=$(FUZZ_SECONDS) \
 		python3 tests/run.py --build $(OUT)-san fuzz. $(SAN_E2E)
 
+# Debian's kernels (bookworm 6.1, trixie 6.12, forky 7.x) booted with virtme-ng under TCG
+# over a forky root cached in $(OUT)/kernels, the core end-to-end cases run in each, a
+# table printed (tests/kernels/run.sh). Needs root and debootstrap; ~10 min, not in CI.
+test-kernels: $(OUT)/loopwatch $(WORKLOADS) $(OUT)/kernels/storage_limit
+	OUT=$(abspath $(OUT)) tests/kernels/run.sh
+
+$(OUT)/kernels/storage_limit: tests/kernels/storage_limit.c
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -Werror $< -o $@ -lbpf
+
 bench: $(OUT)/loopwatch $(OUT)/workloads/chainwork $(OUT)/.bench-deps
 	$(MAKE) -C tools/bench OUT=$(abspath $(OUT))
 
+# --one-file-system: never through a mount test-kernels left in its root
 clean:
-	rm -rf $(OUT)
+	rm -rf --one-file-system $(OUT)
 
 # The binary, the systemd unit pointing at it, the Prometheus rules and the man
 # page. PREFIX=/usr for a distribution layout; DESTDIR stages a package.

@@ -136,10 +136,14 @@ static __always_inline void syscall__account(struct lw_loop *l, __s32 nr, __u64 
  * The open invocation ended: count it, and report it if it was long.
  * A global function: the verifier checks it once, on its own, instead of
  * inside every caller's states (the wait-call entry program went from 71k
- * to 8.5k instructions processed). __weak: every object includes it.
+ * to 8.5k instructions processed). __weak: every object includes it. It
+ * takes the record as the maps hold it: the verifier wants a global
+ * function's argument whole, and task storage holds struct lw_loop only up
+ * to LW_LOOP_LIVE_SIZE.
  */
-__weak __noinline int block__close(struct lw_loop *l)
+__weak __noinline int block__close_live(struct lw_loop_live *live)
 {
+	struct lw_loop *l = (struct lw_loop *)live;
 	struct lw_block_event *e;
 	struct lw_block *b;
 	__u32 n;
@@ -182,6 +186,11 @@ __weak __noinline int block__close(struct lw_loop *l)
 	__builtin_memcpy(e->comm, l->comm, LW_COMM_LEN);
 	bpf_ringbuf_submit(e, LW_RB_LAZY);
 	return 0;
+}
+
+static __always_inline int block__close(struct lw_loop *l)
+{
+	return block__close_live((struct lw_loop_live *)l);
 }
 
 /*

@@ -63,13 +63,19 @@ static __always_inline void loop__announce(__u32 pid, __u32 tid)
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 }
 
+/* a full hash map's update */
+#define E2BIG 7
+
 /* Loop records alive: at most LW_MAX_LOOPS are created. */
 __u32 nloops = 0;
 
 static __always_inline struct lw_loop *loop__create(struct task_struct *task, __u32 pid,
 						   __u32 tid)
 {
+	struct lw_hist_tail *zero;
 	struct lw_loop *l;
+	__u32 key = 0;
+	long err;
 
 	/*
 	 * Past the cap a new loop thread is not tracked (and counted): nothing
@@ -80,10 +86,24 @@ static __always_inline struct lw_loop *loop__create(struct task_struct *task, __
 		counter__inc(LW_CTR_LOOPS_FULL);
 		return NULL;
 	}
+	/*
+	 * A kernel that cannot allocate the record is counted apart from the
+	 * cap: userspace says it loudly (a tracer blind to every loop is the
+	 * worst it can be).
+	 */
+	zero = bpf_map_lookup_elem(&hist_zero, &key);
+	if (!zero)
+		return NULL;
+	err = bpf_map_update_elem(&loop_hists, &tid, zero, BPF_ANY);
+	if (err) {
+		counter__inc(err == -E2BIG ? LW_CTR_LOOPS_FULL : LW_CTR_LOOPS_REFUSED);
+		return NULL;
+	}
 	/* zeroed by the kernel: only the identity is filled in */
 	l = bpf_task_storage_get(&loops, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!l) {
-		counter__inc(LW_CTR_LOOPS_FULL);
+		bpf_map_delete_elem(&loop_hists, &tid);
+		counter__inc(LW_CTR_LOOPS_REFUSED);
 		return NULL;
 	}
 	__sync_fetch_and_add(&nloops, 1);
@@ -117,6 +137,26 @@ static __always_inline void stall__emit(struct lw_loop *l, __u64 now, __u64 busy
 	bpf_get_current_comm(e->thread, sizeof(e->thread));
 	bpf_probe_read_kernel(&e->iter, sizeof(e->iter), &l->iter);
 	bpf_ringbuf_submit(e, LW_RB_LAZY);
+}
+
+/*
+ * An iteration too long for the buckets in task storage: its thread's tail,
+ * with the exact sum of the bucket's durations (arrival-weighted lag: the
+ * short buckets' are taken at their middles, lib/arrival.h).
+ */
+static __always_inline void hist__add_tail(__u32 tid, unsigned int idx, __u64 ns)
+{
+	struct lw_hist_tail *t = bpf_map_lookup_elem(&loop_hists, &tid);
+	unsigned int i = idx - LW_LOOP_LIVE_BUCKETS;
+
+	/* checked as the index it is, not folded into the address */
+	barrier_var(i);
+	if (!t || i >= LW_LOOP_TAIL_BUCKETS)
+		return;
+	t->counts[i]++;
+	barrier_var(idx);
+	if (idx < LW_HIST_BUCKETS)
+		t->sums.ns[idx] += ns;
 }
 
 /* The iteration ended at now: account it, report it if it stalled, start afresh. */
@@ -159,10 +199,10 @@ static __always_inline void loop__end_iteration(struct lw_loop *l, struct task_s
 	l->busy_ns += busy_ns;
 	if (busy_ns > l->max_busy_ns)
 		l->max_busy_ns = busy_ns;
-	if (idx < LW_HIST_BUCKETS) {
+	if (idx < LW_LOOP_LIVE_BUCKETS)
 		l->busy_hist.counts[idx]++;
-		l->busy_sums.ns[idx] += busy_ns;
-	}
+	else
+		hist__add_tail(l->tid, idx, busy_ns);
 }
 
 struct syscall_enter_ctx {
@@ -521,7 +561,8 @@ int wait_exit(const struct syscall_exit_ctx *ctx)
 
 /*
  * Mark and keep a copy: the task storage goes with the task, and userspace
- * still has to read the final counts.
+ * still has to read the final counts (the histogram's tail stays where it
+ * is, in "loop_hists", until then).
  */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(loop_thread_exit, struct task_struct *task)
@@ -533,8 +574,10 @@ int BPF_PROG(loop_thread_exit, struct task_struct *task)
 		return 0;
 	l->flags |= LW_THREAD_EXITED;
 	tid = l->tid;
-	if (bpf_map_update_elem(&loops_final, &tid, l, BPF_ANY))
+	if (bpf_map_update_elem(&loops_final, &tid, l, BPF_ANY)) {
 		counter__inc(LW_CTR_EVENTS_DROPPED);
+		bpf_map_delete_elem(&loop_hists, &tid);
+	}
 	bpf_task_storage_delete(&loops, task);
 	__sync_fetch_and_add(&nloops, -1);
 	return 0;
@@ -545,13 +588,24 @@ SEC("iter/task")
 int dump_loops(struct bpf_iter__task *ctx)
 {
 	struct task_struct *task = ctx->task;
+	struct lw_hist_tail *tail;
 	struct lw_loop *l;
+	__u32 tid, key = 0;
 
 	if (!task)
 		return 0;
 	l = loop__of(task);
-	if (l)
-		bpf_seq_write(ctx->meta->seq, l, sizeof(*l));
+	if (!l)
+		return 0;
+	/* the record whole: what task storage holds, then its histogram's tail */
+	tid = l->tid;
+	tail = bpf_map_lookup_elem(&loop_hists, &tid);
+	if (!tail)
+		tail = bpf_map_lookup_elem(&hist_zero, &key);
+	if (!tail)
+		return 0;
+	bpf_seq_write(ctx->meta->seq, l, LW_LOOP_LIVE_SIZE);
+	bpf_seq_write(ctx->meta->seq, tail, sizeof(*tail));
 	return 0;
 }
 

@@ -302,8 +302,9 @@ struct lw_block_event {
 /* self counters, a per-CPU array indexed by these */
 enum lw_counter {
 	LW_CTR_EVENTS_DROPPED,
-	LW_CTR_LOOPS_FULL,
+	LW_CTR_LOOPS_FULL,	/* LW_MAX_LOOPS records alive: a new loop thread not tracked */
 	LW_CTR_SWITCH_INS_MISSED,	/* a loop thread ran with its off_ns still set */
+	LW_CTR_LOOPS_REFUSED,	/* the kernel refused to create a loop record */
 	LW_CTR_PREEMPTIONS,	/* loop threads preempted inside a busy period */
 	LW_CTR_STACK_WALKS,	/* user stacks walked: samples, sleeps, probed calls */
 	LW_CTR_MAX,
@@ -332,16 +333,19 @@ enum lw_call_kind {
 #define LW_WAIT_RESTART 1
 
 /*
- * One loop thread, in the "loops" task storage of its task; userspace reads
- * the live ones through the "dump_loops" task iterator and the exited ones
- * from "loops_final" (deleting them once read). The BPF side owns every
- * field; userspace only reads and diffs successive snapshots.
+ * One loop thread, in the "loops" task storage of its task (up to
+ * LW_LOOP_LIVE_SIZE: the histogram's tail lives apart, below); userspace
+ * reads the live ones through the "dump_loops" task iterator and the exited
+ * ones from "loops_final" and "loop_hists" (deleting them once read), whole
+ * each time. The BPF side owns every field; userspace only reads and diffs
+ * successive snapshots.
  *
  * Laid out by temperature: what every wait call and context switch touches
  * comes first (the state, the home wait, the totals; then the open blocking
  * call's start and the iteration's counters, at the heads of struct lw_block
  * and struct lw_iter), the histogram takes one more line per iteration, and
- * the rest is touched only when there is evidence to keep.
+ * the rest is touched only when there is evidence to keep. The histogram is
+ * last: its buckets past the task storage's limit are the tail.
  */
 struct lw_loop {
 	__u32 flags;
@@ -392,8 +396,6 @@ struct lw_loop {
 
 	struct lw_block block;
 	struct lw_iter iter;
-	struct lw_hist busy_hist;
-	struct lw_hist_sums busy_sums;	/* of busy_hist's buckets: arrival-weighted lag */
 	struct lw_capture preempt_cap;	/* where it was last preempted, if walked */
 	/* the latest CPU sample's stack, and the busy period it was taken in */
 	struct lw_stack_ref last_walk;
@@ -401,6 +403,47 @@ struct lw_loop {
 	__u64 start_ns;		/* task start time */
 	char comm[LW_COMM_LEN];	/* process (group leader) name */
 	char thread[LW_COMM_LEN];
+	struct lw_hist busy_hist;	/* last: split at LW_LOOP_LIVE_BUCKETS */
+	/*
+	 * Of busy_hist's buckets, the sum of their durations (arrival-weighted
+	 * lag), in the tail only: the first LW_LOOP_LIVE_BUCKETS are never summed
+	 * (userspace takes their values at the buckets' middles, within 1.6 %),
+	 * so that a short iteration, the hot path, touches task storage alone.
+	 */
+	struct lw_hist_sums busy_sums;
 };
+
+/*
+ * The largest task storage value the record may use. Since Linux 6.19
+ * (f484f4a3e058, "bpf: Replace bpf memory allocator with kmalloc_nolock() in
+ * local storage") a task storage element comes from kmalloc_nolock(), which
+ * refuses anything over KMALLOC_MAX_CACHE_SIZE (8 KiB on x86-64 and arm64
+ * with 4 KiB pages): with the kernel's 72-byte element header, values of up
+ * to 8120 bytes are created (tests/kernels/storage_limit.c measures it) and
+ * a larger one never is, though the map loads. 256 bytes are left for the
+ * header to grow.
+ */
+#define LW_TASK_STORAGE_MAX (8192 - 256)
+/*
+ * The record in task storage: everything before the histogram and its first
+ * buckets, those of the short iterations (under ~225 us today: the hot path
+ * needs no lookup). The rest of the histogram, its tail, is the thread's
+ * entry in "loop_hists".
+ */
+#define LW_LOOP_HIST_AT __builtin_offsetof(struct lw_loop, busy_hist)
+#define LW_LOOP_LIVE_BUCKETS ((LW_TASK_STORAGE_MAX - LW_LOOP_HIST_AT) / sizeof(__u64))
+#define LW_LOOP_LIVE_SIZE (LW_LOOP_HIST_AT + LW_LOOP_LIVE_BUCKETS * sizeof(__u64))
+#define LW_LOOP_TAIL_BUCKETS (LW_HIST_BUCKETS - LW_LOOP_LIVE_BUCKETS)
+
+struct lw_hist_tail {
+	__u64 counts[LW_LOOP_TAIL_BUCKETS];
+	struct lw_hist_sums sums;	/* those of the live buckets stay 0 */
+};
+
+/* the two parts laid end to end are the record userspace reads */
+_Static_assert(LW_LOOP_LIVE_SIZE + sizeof(struct lw_hist_tail) == sizeof(struct lw_loop),
+	       "struct lw_loop must end with its histogram and its sums");
+_Static_assert(LW_LOOP_LIVE_BUCKETS >= 64 && LW_LOOP_LIVE_BUCKETS < LW_HIST_BUCKETS,
+	       "struct lw_loop outgrew the task storage limit: move evidence out");
 
 #endif /* LW_ABI_H */

@@ -10,20 +10,52 @@
 #include "lw_abi.h"
 
 /*
+ * A struct lw_loop up to LW_LOOP_LIVE_SIZE, as the maps hold it: the
+ * programs use it as a struct lw_loop, and the verifier refuses at load any
+ * access past it (the histogram's tail is in "loop_hists").
+ */
+struct lw_loop_live {
+	__u8 head[LW_LOOP_LIVE_SIZE];
+};
+
+/*
  * Loop threads: the record lives in the thread's own task storage. Finding
  * it is a pointer walk from the task (no hashing, no shared buckets: ~3 ns
  * against ~12 for the LRU hash it replaced), and a task that is no loop
  * thread has none -- two pointer loads -- which is what makes the scheduler
  * and sampling programs nearly free for everybody else. Created zeroed by
  * the first wait call, freed with the task; at most LW_MAX_LOOPS at once
- * (loop.bpf.c counts them).
+ * (loop.bpf.c counts them). Kernels since 6.19 create no value over 8 KiB
+ * (bpf/lw_abi.h, LW_TASK_STORAGE_MAX): the record stops before that.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
-	__type(value, struct lw_loop);
+	__type(value, struct lw_loop_live);
 } loops SEC(".maps") __weak;
+
+/*
+ * The tail of each loop thread's histogram, by tid: created with its record,
+ * touched only by iterations too long for the buckets in task storage. An
+ * exited thread's stays until userspace has read it with its "loops_final"
+ * entry: room for as many of those as of live ones.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 2 * LW_MAX_LOOPS);
+	__type(key, __u32);
+	__type(value, struct lw_hist_tail);
+} loop_hists SEC(".maps") __weak;
+
+/* Never written: what a new tail starts from, and stands for a missing one. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lw_hist_tail);
+} hist_zero SEC(".maps") __weak;
 
 /*
  * The last state of exited loop threads, by tid, until userspace has read
@@ -34,7 +66,7 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, LW_MAX_LOOPS);
 	__type(key, __u32);
-	__type(value, struct lw_loop);
+	__type(value, struct lw_loop_live);
 } loops_final SEC(".maps") __weak;
 
 /* Processes named by -p, filled by userspace before attach. */

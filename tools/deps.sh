@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs exactly the Debian packages loopwatch needs to build and test.
-# Idempotent: installs only what is missing. Usage: tools/deps.sh [build|test|bench]
+# Idempotent: installs only what is missing. Usage: tools/deps.sh [build|test|bench|kernels]
 set -euo pipefail
 
 build_pkgs=(clang make gcc bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev libncurses-dev
@@ -29,9 +29,13 @@ node_builds() {
 	done
 }
 
+# make test-kernels builds its Debian root with it
+kernels_pkgs=(debootstrap)
+
 want=("${build_pkgs[@]}")
 [ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")
 [ "${1:-build}" = bench ] && want+=("${bench_pkgs[@]}")
+[ "${1:-build}" = kernels ] && want+=("${kernels_pkgs[@]}")
 
 missing=()
 for p in "${want[@]}"; do

@@ -64,6 +64,7 @@ struct run {
 	struct events events;
 	struct model_source source;
 	bool idle_said[OPT_MAX_PIDS];	/* -p pids said to have no loop thread */
+	bool full_said, refused_said;	/* loop threads not tracked, said once each */
 };
 
 static void fail(const char *what)
@@ -445,6 +446,31 @@ static void pids__say_idle(struct run *r, double run_s)
 	}
 }
 
+/*
+ * Loop threads the kernel side could not track, said once each way, even
+ * with --quiet: a loop it cannot see is a loop it reports as fine.
+ */
+static void loops__say_untracked(struct run *r)
+{
+	const struct model *m = r->model;
+
+	if (m->loops_refused && !r->refused_said) {
+		r->refused_said = true;
+		fprintf(stderr, "loopwatch: error: %llu loop thread(s) not tracked: the kernel "
+			"refused to create their loop record (out of kernel memory, or a limit of "
+			"this kernel's BPF task storage); counted in "
+			"loopwatch_loop_records_refused_total\n",
+			(unsigned long long)m->loops_refused);
+	}
+	if (m->loops_full && !r->full_said) {
+		r->full_said = true;
+		fprintf(stderr, "loopwatch: error: %llu loop thread(s) not tracked: %d loop "
+			"records are alive, the most loopwatch keeps; counted in "
+			"loopwatch_loop_map_full_total\n",
+			(unsigned long long)m->loops_full, LW_MAX_LOOPS);
+	}
+}
+
 static int run__loop(struct run *r)
 {
 	const struct options *opts = &r->opts;
@@ -483,6 +509,7 @@ static int run__loop(struct run *r)
 			model__end_interval(r->model, now - last, now - start);
 			sinks__interval(r->sinks, r->model, clock__wall());
 			pids__say_idle(r, now - start);
+			loops__say_untracked(r);
 			last = now;
 			while (next <= now)
 				next += opts->interval_s;
@@ -513,10 +540,11 @@ static int run__loop(struct run *r)
 	/* debug output: the kernel side's own accounting, which no sink line shows whole */
 	if (opts->verbose)
 		fprintf(stderr, "loopwatch: kernel counters: %llu events dropped, %llu loop threads "
-			"not tracked, %llu switch-ins missed, %llu preemptions in busy periods, "
-			"%llu stack walks\n",
+			"not tracked (table full), %llu loop records refused, %llu switch-ins "
+			"missed, %llu preemptions in busy periods, %llu stack walks\n",
 			(unsigned long long)r->model->events_dropped,
 			(unsigned long long)r->model->loops_full,
+			(unsigned long long)r->model->loops_refused,
 			(unsigned long long)r->model->switch_ins_missed,
 			(unsigned long long)r->model->kcounters[LW_CTR_PREEMPTIONS],
 			(unsigned long long)r->model->kcounters[LW_CTR_STACK_WALKS]);

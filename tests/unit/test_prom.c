@@ -32,7 +32,7 @@ static struct {
 	struct lw_probe_stats pstats[FAKE_MAX];
 	int nprobes;
 	const char *labels[FAKE_MAX];	/* by probe id */
-	__u64 dropped, loops_full, switch_ins_missed, preemptions, walks;
+	__u64 dropped, loops_full, switch_ins_missed, loops_refused, preemptions, walks;
 } fake;
 
 static int fake__loops(void *ctx, void (*fn)(const struct lw_loop *, void *), void *arg)
@@ -72,6 +72,7 @@ static void fake__counters(void *ctx, __u64 sums[LW_CTR_MAX])
 	sums[LW_CTR_EVENTS_DROPPED] = fake.dropped;
 	sums[LW_CTR_LOOPS_FULL] = fake.loops_full;
 	sums[LW_CTR_SWITCH_INS_MISSED] = fake.switch_ins_missed;
+	sums[LW_CTR_LOOPS_REFUSED] = fake.loops_refused;
 	sums[LW_CTR_PREEMPTIONS] = fake.preemptions;
 	sums[LW_CTR_STACK_WALKS] = fake.walks;
 }
@@ -209,7 +210,8 @@ static void test_buckets_exact(void)
 	fake.dropped = 3;
 	fake.loops_full = 4;
 	fake.switch_ins_missed = 5;
-	fake.preemptions = 6;
+	fake.loops_refused = 6;
+	fake.preemptions = 8;
 	fake.walks = 7;
 	model__drain(m, &fake_source, MODEL_AGGREGATES);
 	text = render(sp, m, 0);
@@ -230,7 +232,8 @@ static void test_buckets_exact(void)
 	CHECK(sample(text, "loopwatch_events_dropped_total") == 3, "events dropped");
 	CHECK(sample(text, "loopwatch_loop_map_full_total") == 4, "loop map full");
 	CHECK(sample(text, "loopwatch_switch_ins_missed_total") == 5, "switch-ins missed");
-	CHECK(sample(text, "loopwatch_preemptions_total") == 6, "preemptions");
+	CHECK(sample(text, "loopwatch_loop_records_refused_total") == 6, "loop records refused");
+	CHECK(sample(text, "loopwatch_preemptions_total") == 8, "preemptions");
 	CHECK(sample(text, "loopwatch_stack_walks_total") == 7, "sample walks");
 	CHECK(sample(text, "loopwatch_loop_threads_tracked") == 1, "one thread tracked");
 	CHECK(strstr(text, "# TYPE loopwatch_loop_iteration_seconds histogram\n"), "TYPE");

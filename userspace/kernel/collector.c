@@ -16,6 +16,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "kernel/collector.h"
+#include "lib/arrival.h"
 #include "kernel/system.h"
 #include "loopwatch.skel.h"
 
@@ -547,6 +548,13 @@ void collector__counters(struct collector *c, __u64 sums[LW_CTR_MAX])
 	}
 }
 
+/* A record as read: the sums its short buckets do not keep, estimated. */
+static const struct lw_loop *loop__complete(struct lw_loop *l)
+{
+	arrival__estimate_sums(&l->busy_sums, &l->busy_hist, LW_LOOP_LIVE_BUCKETS);
+	return l;
+}
+
 /* The live records, through the task iterator (they live in task storage). */
 static int collector__drain_live(struct collector *c, loop_fn fn, void *ctx)
 {
@@ -566,7 +574,7 @@ static int collector__drain_live(struct collector *c, loop_fn fn, void *ctx)
 			break;
 		have += (size_t)got;
 		for (size_t off = 0; off + rec <= have; off += rec, n++)
-			fn((const struct lw_loop *)(buf + off), ctx);
+			fn(loop__complete((struct lw_loop *)(buf + off)), ctx);
 		/* a record split across reads: keep its start */
 		memmove(buf, buf + have / rec * rec, have % rec);
 		have %= rec;
@@ -578,6 +586,8 @@ static int collector__drain_live(struct collector *c, loop_fn fn, void *ctx)
 int collector__drain_loops(struct collector *c, loop_fn fn, void *ctx)
 {
 	int fd = bpf_map__fd(c->skel->maps.loops_final);
+	int tails = bpf_map__fd(c->skel->maps.loop_hists);
+	void *tail = (char *)c->buf + LW_LOOP_LIVE_SIZE;
 	__u32 key, *prev = NULL;
 	int n, nkeys = 0;
 
@@ -590,10 +600,14 @@ int collector__drain_loops(struct collector *c, loop_fn fn, void *ctx)
 		prev = &c->keys[nkeys++];
 	}
 	for (int i = 0; i < nkeys; i++) {
+		/* the record up to its histogram's tail, which stayed by itself */
 		if (bpf_map_lookup_elem(fd, &c->keys[i], c->buf))
 			continue;
-		fn(c->buf, ctx);
+		if (bpf_map_lookup_elem(tails, &c->keys[i], tail))
+			memset(tail, 0, sizeof(struct lw_hist_tail));
+		fn(loop__complete(c->buf), ctx);
 		bpf_map_delete_elem(fd, &c->keys[i]);
+		bpf_map_delete_elem(tails, &c->keys[i]);
 	}
 	return n + nkeys;
 }

@@ -84,8 +84,8 @@ bool collector__read_v8_stack(struct collector *c, __u32 id, struct lw_v8_stack 
 /* Walk pid's V8 frames with cfg from now on; NULL cfg: no more. */
 int collector__set_v8(struct collector *c, __u32 pid, const struct lw_v8_proc *cfg);
 /*
- * Kernel-side self counters (events dropped, loop map full, switch-ins missed),
- * summed over CPUs.
+ * Kernel-side self counters (events dropped, loop map full, switch-ins missed,
+ * loop records the kernel refused), summed over CPUs.
  */
 void collector__counters(struct collector *c, __u64 sums[LW_CTR_MAX]);
 typedef void (*syscall_fn)(const struct lw_syscall_key *key, const struct lw_syscall_stats *st,

@@ -121,6 +121,12 @@ double arrival__sum_over_ns(const struct lw_hist *h, const struct lw_hist_sums *
 	return sum + (double)s->ns[k] * (top - (double)x + 1) / (top - lo + 1);
 }
 
+void arrival__estimate_sums(struct lw_hist_sums *s, const struct lw_hist *h, unsigned int n)
+{
+	for (unsigned int i = 0; i < n && i < LW_HIST_BUCKETS; i++)
+		s->ns[i] = h->counts[i] * ((lw_hist_lower(i) + lw_hist_upper(i) - 1) / 2);
+}
+
 void arrival__diff(struct lw_hist_sums *dst, const struct lw_hist_sums *a,
 		   const struct lw_hist_sums *b)
 {

@@ -604,6 +604,7 @@ static void model__read_counters(struct model *m, const struct model_source *src
 	m->events_dropped = m->kcounters[LW_CTR_EVENTS_DROPPED];
 	m->loops_full = m->kcounters[LW_CTR_LOOPS_FULL];
 	m->switch_ins_missed = m->kcounters[LW_CTR_SWITCH_INS_MISSED];
+	m->loops_refused = m->kcounters[LW_CTR_LOOPS_REFUSED];
 }
 
 static void model__drain_aggregates(struct model *m, const struct model_source *src)

@@ -166,8 +166,9 @@ struct model {
 	double run_s;		/* time since tracing started */
 	__u64 kcounters[LW_CTR_MAX];	/* kernel self counters, at the last drain */
 	__u64 events_dropped;	/* of them, by name: */
-	__u64 loops_full;
+	__u64 loops_full;	/* loop threads not tracked: LW_MAX_LOOPS records alive */
 	__u64 switch_ins_missed;	/* off-CPU periods whose switch-in was never seen */
+	__u64 loops_refused;	/* loop threads not tracked: the kernel refused the record */
 	struct attribution *attr;	/* stall time by function (attribution.c) */
 	__u64 exited_forgotten;	/* exited threads let go to stay bounded (not in the summary) */
 	double keep_exited_s;	/* an exited thread stays at least this long (outputs fold it) */

@@ -1072,12 +1072,18 @@ static void family__self(FILE *out, const struct prom_registry *sp, const struct
 		       "User stacks walked: CPU samples of loop threads past the sampling gate "
 		       "(1/16 of the slow threshold of the iteration's own time) or owed by a "
 		       "long wait for a CPU, sleeps inside busy periods, probed calls over "
-		       "--probe-threshold. A preemption walks none.");
+		       "--probe-threshold, and preemptions of an iteration half way to the slow "
+		       "threshold (a younger one's take none).");
 	fprintf(out, "loopwatch_stack_walks_total %llu\n",
 		(unsigned long long)m->kcounters[LW_CTR_STACK_WALKS]);
+	family__header(out, "loopwatch_loop_records_refused_total", "counter",
+		       "Loop threads not tracked: the kernel refused to create their record "
+		       "(out of memory, or a kernel limit loopwatch does not know). Above "
+		       "zero, loops go unseen: alert on it.");
+	fprintf(out, "loopwatch_loop_records_refused_total %llu\n",
+		(unsigned long long)m->loops_refused);
 	family__header(out, "loopwatch_loop_map_full_total", "counter",
-		       "Loop threads not tracked: 4096 loop records were alive, or the kernel "
-		       "could not allocate one.");
+		       "Loop threads not tracked: 4096 loop records were alive.");
 	fprintf(out, "loopwatch_loop_map_full_total %llu\n", (unsigned long long)m->loops_full);
 }
 

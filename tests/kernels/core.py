@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""The core end-to-end cases test-kernels runs in each guest (tests/kernels/run.sh),
+against the workloads' own ground truth, as tests/e2e's do. Under TCG a syscall's path
+takes tens of microseconds more than on hardware and a vCPU is taken away at will, so
+durations get 10 % + 2 ms where tests/e2e allows 3 % + 0.3 ms; what is counted
+(iterations, stalls, which functions are in the stacks) stays exact.
+
+usage: core.py BUILD [CASE...]   (cases: loop, stalls, prom; default all)
+Prints "PASS kernel.CASE (Ns)" or "FAIL kernel.CASE (Ns)" and the reason, as run.py.
+"""
+import os
+import sys
+import tempfile
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
+
+from lwtest import Workload, iteration_bounds, load_truth, nearest_rank, of_type, tmpfile  # noqa: E402,E501
+from test_loop import run_loopwork  # noqa: E402
+from test_prom import PromLoopwatch, one, read_metrics  # noqa: E402
+from test_stalls import EXPECT, THRESHOLD_MS, frame_names, run_stallwork, with_edges  # noqa: E402
+
+REL, ABS_MS = 0.10, 2.0
+
+
+class Context:
+    def __init__(self, build):
+        self.build = build
+        self.loopwatch = os.path.join(build, "loopwatch")
+
+    def workload(self, name):
+        return os.path.join(self.build, "workloads", name)
+
+
+def near(got, lo, hi):
+    return lo - max(REL * lo, ABS_MS) <= got <= hi + max(REL * hi, ABS_MS)
+
+
+def case_loop(ctx):
+    """Two loop threads tracked, each with every iteration counted and its p50/p90 within
+    the TCG tolerance of its own measure."""
+    truth, lines = run_loopwork(ctx, "mixed,fixed3", 600)
+    by_tid = {s["tid"]: s for s in of_type(lines, "summary", pid=truth["pid"])}
+    want = {t["tid"] for t in truth["threads"]}
+    assert set(by_tid) == want, "loop threads %s, want %s" % (sorted(by_tid), sorted(want))
+    for t in truth["threads"]:
+        s, (lo, hi) = by_tid[t["tid"]], iteration_bounds(t)
+        assert abs(s["iterations"] - len(lo)) <= 0.01 * len(lo), \
+            "iterations %d vs %d" % (s["iterations"], len(lo))
+        for key, q in (("p50", 0.5), ("p90", 0.9)):
+            got, a, b = s["lag_ms"][key], nearest_rank(lo, q), nearest_rank(hi, q)
+            assert near(got, a, b), "%s %.3f ms vs the workload's %.3f..%.3f" % (key, got, a, b)
+
+
+def case_stalls(ctx):
+    """A CPU spin and a sleep, three times each: every iteration over the threshold by
+    the workload's measure is a stall of about its length, and each injecting function
+    is in the stacks of its stall or of its blocking call. (No fsync: the guest's /var
+    is a tmpfs, where it never blocks.)"""
+    kinds = ("cpu", "sleep")
+    truth, lines = run_stallwork(ctx, ",".join(kinds), 3)
+    stalls = of_type(lines, "stall", pid=truth["pid"])
+    blocks = of_type(lines, "blocking_call", pid=truth["pid"])
+    records = with_edges(truth)
+    offset = truth["mono_to_wall"]
+    found = set()
+    for r in records:
+        a = r["start_ns"] / 1e9 + offset
+        b = a + r["busy_ms"] / 1e3
+        mine = [s for s in stalls if s["ts"] < b and s["ts"] + s["duration_ms"] / 1e3 > a]
+        if r["busy_ms"] < THRESHOLD_MS * (1 + REL) + ABS_MS:
+            continue
+        assert len(mine) == 1, "%s iteration of %.2f ms: stalls %s" % (
+            r["kind"], r["busy_ms"], [s["duration_ms"] for s in mine])
+        s = mine[0]
+        assert near(s["duration_ms"], r["busy_ms"], r["busy_ms"] + r["edges_ms"]), \
+            "stall %.2f ms, the workload's %s iteration %.2f ms" % (
+                s["duration_ms"], r["kind"], r["busy_ms"])
+        func = EXPECT[r["kind"]][0]
+        names = set()
+        for st in s["stacks"]:
+            names |= frame_names(st["frames"])
+        for blk in blocks:
+            if s["ts"] - 0.001 <= blk["ts"] <= s["ts"] + s["duration_ms"] / 1e3:
+                names |= frame_names(blk["stack"])
+        if func in names:
+            found.add(r["kind"])
+    assert found == set(kinds), "injecting functions found in stacks for %s of %s" % (
+        sorted(found), kinds)
+    summary = of_type(lines, "summary", pid=truth["pid"])
+    assert summary and summary[0]["iterations"] == len(records), (summary, len(records))
+
+
+def case_prom(ctx):
+    """The Prometheus file: every iteration of both threads counted, no loop thread left
+    untracked (table full or record refused)."""
+    out = tmpfile()
+    w = Workload([ctx.workload("loopwork"), out, "mixed,fixed3", "600", "--go"])
+    lw = PromLoopwatch(ctx, tempfile.mkdtemp(prefix="lwk-prom-"),
+                       "-p", w.pid, interval=0.5)
+    try:
+        lw.start()
+        w.go()
+        w.wait()
+        time.sleep(1.5)
+        samples = read_metrics(lw.path)
+    finally:
+        w.kill()
+        lw.stop()
+    truth = load_truth(out)
+    n = sum(len(t["busy_ns"]) for t in truth["threads"])
+    got = one(samples, "loopwatch_loop_iterations_total", comm="loopwork")[1]
+    assert abs(got - n) <= 0.01 * n, "iterations %d vs the workload's %d" % (got, n)
+    for name in ("loopwatch_loop_records_refused_total", "loopwatch_loop_map_full_total"):
+        assert one(samples, name)[1] == 0, name
+
+
+CASES = {"loop": case_loop, "stalls": case_stalls, "prom": case_prom}
+
+
+def main():
+    ctx = Context(sys.argv[1])
+    failed = 0
+    for name in sys.argv[2:] or list(CASES):
+        t0 = time.time()
+        try:
+            CASES[name](ctx)
+            print("PASS kernel.%s (%.1fs)" % (name, time.time() - t0), flush=True)
+        except Exception:
+            failed += 1
+            print("FAIL kernel.%s (%.1fs)" % (name, time.time() - t0), flush=True)
+            traceback.print_exc()
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
