@@ -120,8 +120,10 @@ static __always_inline void stall__emit(struct lw_loop *l, __u64 now, __u64 busy
 {
 	struct lw_stall_event *e;
 
-	if (busy_ns >= stall_threshold_ns)
+	if (busy_ns >= stall_threshold_ns) {
 		l->stalls++;
+		l->stall_busy_ns += busy_ns;
+	}
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		counter__inc(LW_CTR_EVENTS_DROPPED);

@@ -393,6 +393,7 @@ struct lw_loop {
 	__u64 blocked_ns;
 	__u64 runq_ns;
 	__u64 stalls;
+	__u64 stall_busy_ns;	/* of them: the time, exact (the histogram's is by bucket) */
 
 	struct lw_block block;
 	struct lw_iter iter;

@@ -270,6 +270,10 @@ static void loop_view__delta(struct model *m, struct loop_thread *t)
 	arrival__diff(&m->scratch_sums, &now->busy_sums, &before->busy_sums);
 	arrival__summarize(delta, &m->scratch_sums, t->span_ns - span_before, max_ns, m->stuck_ns,
 			   &v->arrival);
+	/* the time in stalls is the kernel's exact sum, not the histogram's estimate */
+	if (m->stuck_ns && v->arrival.span_ns)
+		v->arrival.over_share = (double)(now->stall_busy_ns - before->stall_busy_ns) /
+					(double)v->arrival.span_ns;
 }
 
 void model__end_interval(struct model *m, double interval_s, double run_s)
@@ -318,6 +322,9 @@ void loop_thread__summary(const struct loop_thread *t, struct loop_view *out)
 	out->lag.max_ns = t->snap.max_busy_ns;
 	arrival__summarize(&t->snap.busy_hist, &t->snap.busy_sums, t->span_ns,
 			   t->snap.max_busy_ns, t->over_ns, &out->arrival);
+	if (t->over_ns && out->arrival.span_ns)
+		out->arrival.over_share = (double)t->snap.stall_busy_ns /
+					  (double)out->arrival.span_ns;
 }
 
 double loop_view__utilization(const struct loop_view *v)

@@ -134,7 +134,8 @@ static void counts__arrival(struct prom_counts *c, const struct loop_thread *t)
 			      (double)h->counts[b] / 2;
 	}
 	c->arrival_us2 = (__u64)sq;
-	c->stall_busy_ns = t->over_ns ? (__u64)arrival__sum_over_ns(h, s, t->over_ns, 0) : 0;
+	/* the kernel's exact sum of the iterations at or over the stall threshold */
+	c->stall_busy_ns = t->snap.stall_busy_ns;
 }
 
 static void counts__from_thread(struct prom_counts *c, const struct loop_thread *t)
