@@ -350,6 +350,7 @@ static void run__track_pids(struct run *r)
 {
 	for (int i = 0; i < r->opts.npids; i++)
 		tracker__new_loop(r->tracker, (__u32)r->opts.pids[i]);
+	tracker__settle(r->tracker);
 }
 
 /* Every process with a loop thread, set up (again, if its NEW_LOOP event was lost). */
@@ -363,6 +364,7 @@ static void run__rescan(struct run *r)
 			tracker__new_loop(r->tracker, m->threads[i]->pid);
 	}
 	tracker__rescan(r->tracker);
+	tracker__settle(r->tracker);
 }
 
 /* Kernel events until the deadline, a quit key or a signal; -errno on a poll error. */
@@ -388,6 +390,8 @@ static int run__wait(struct run *r, double deadline)
 	 * before the summary): most events come without a wakeup.
 	 */
 	ret = collector__consume(r->c);
+	/* the new loops of that batch, each with its labels already read */
+	tracker__settle(r->tracker);
 	if (ret && ret != -EINTR)
 		return ret;
 	if (!interrupted && !sinks__ready(r->sinks, fds + 1, n))

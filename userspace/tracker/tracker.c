@@ -29,6 +29,7 @@ struct tracked {
 	char exe[256];
 	char cgroup[256];
 	struct cgroup_identity cg;
+	bool pending;		/* its runtime, probes and unwind tables are still to come */
 	bool python;		/* has an entry in the walker's table */
 	bool v8;		/* has an entry in the V8 walker's table, */
 	struct lw_v8_proc v8cfg;	/* this one */
@@ -216,19 +217,43 @@ void tracker__new_loop(struct tracker *t, __u32 pid)
 	symbols__forget(t->syms, (int)pid);
 	/* its maps now, while it surely lives: a stall just before exit still resolves */
 	proc__maps(p, true);
-	/*
-	 * Cheap first, and the probes before the unwind tables (10-200 ms a
-	 * file, seen once): a call made right after the start is counted.
-	 */
+	k->pending = true;
+	k->hnext = *pp;
+	*pp = k;
+	t->n++;
+}
+
+/*
+ * The slow part of a new process's set-up: its runtime, its probes (each a
+ * uprobe attach), its unwind tables (10-200 ms a file, seen once). Done after
+ * every new loop of a batch of events had its labels read: eight processes
+ * starting at once all have theirs, though some are gone before the eighth is
+ * set up. Cheap first, and the probes before the unwind tables: a call made
+ * right after the start is counted.
+ */
+static void tracker__setup(struct tracker *t, struct tracked *k)
+{
+	struct proc *p = procs__get(t->procs, (int)k->pid);
+
+	k->pending = false;
+	if (!p || !proc__alive(p) || !tracked__same(k, p))
+		return;
 	k->python = tracker__setup_python(t, p);
 	if (!k->python)
 		tracker__setup_v8(t, p, k);
 	probes__scan(t->probes, p);
 	cfi_tables__update(t->cfi, p);
-	symbols__warm(t->syms, (int)pid);
-	k->hnext = *pp;
-	*pp = k;
-	t->n++;
+	symbols__warm(t->syms, (int)k->pid);
+}
+
+void tracker__settle(struct tracker *t)
+{
+	for (unsigned int h = 0; h < TRACKER_HASH; h++) {
+		for (struct tracked *k = t->hash[h]; k; k = k->hnext) {
+			if (k->pending)
+				tracker__setup(t, k);
+		}
+	}
 }
 
 void tracker__rescan(struct tracker *t)

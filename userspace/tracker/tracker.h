@@ -28,9 +28,12 @@ struct tracker *tracker__new(struct collector *c, struct procs *procs, struct sy
 void tracker__free(struct tracker *t);
 /*
  * A thread of pid entered its first wait call (or pid was named with -p):
- * set the process up, once.
+ * take the process on, once: its labels and maps now, the rest of its set-up
+ * at the next tracker__settle.
  */
 void tracker__new_loop(struct tracker *t, __u32 pid);
+/* The set-up still owed to the processes taken on since the last call. */
+void tracker__settle(struct tracker *t);
 /* Every tracked process again: libraries loaded late, processes gone. */
 void tracker__rescan(struct tracker *t);
 /*
