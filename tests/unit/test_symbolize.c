@@ -973,6 +973,8 @@ static void crafted_one(struct symbolizer *s, const char *path, uint64_t at, str
 	CHECK(map != NULL, "mmap %s", path);
 	if (!map)
 		return;
+	/* this address may have held another file a moment ago (a library unmapped since) */
+	forget(s, getpid());
 	one(s, getpid(), (uint64_t)(uintptr_t)map + 0x1000 + at, false, f);
 	*ms = now_ms() - t0;
 	*rss_grew_kb = rss_kb() - rss0;
