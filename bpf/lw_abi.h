@@ -427,7 +427,7 @@ struct lw_loop {
 #define LW_TASK_STORAGE_MAX (8192 - 256)
 /*
  * The record in task storage: everything before the histogram and its first
- * buckets, those of the short iterations (under ~225 us today: the hot path
+ * buckets, those of the short iterations (under ~205 us today: the hot path
  * needs no lookup). The rest of the histogram, its tail, is the thread's
  * entry in "loop_hists".
  */
