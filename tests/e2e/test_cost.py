@@ -78,7 +78,7 @@ def test_preempted_short_iterations_take_no_stack_walk(ctx):
     print("%d preemptions in busy periods, %d stack walks; %d allowed by the workload's "
           "own times (%d iterations)" % (preempted, walks, allowed, len(truth["busy_ns"])))
     # the setup did preempt the loop
-    assert preempted >= 300, preempted
+    assert preempted >= 100, preempted
     # the workload's clocks start a little after the tracer's (read after the wait
     # returns), and its schedstat counts the wait after a wake-up approximately
     assert walks <= allowed + max(3, allowed // 5), (walks, allowed)
