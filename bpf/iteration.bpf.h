@@ -223,19 +223,34 @@ static __always_inline void call__exit(struct lw_loop *l, __u64 now)
  * stack skips kskip frames (2 in sched_switch: this program and
  * bpf_trace_run); a negative kskip takes none (a uprobe has no kernel part).
  */
+static __always_inline void stack__take(void *ctx, struct lw_stack_ref *st, int kskip)
+{
+	counter__inc(LW_CTR_STACK_WALKS);
+	st->user = unwind__user_stack();
+	st->kernel = kskip < 0 ? -1 :
+		     bpf_get_stackid(ctx, &stacks,
+				     (kskip & BPF_F_SKIP_FIELD_MASK) | BPF_F_REUSE_STACKID);
+	/* the Python and V8 frame chains change as soon as the thread runs on */
+	st->python = python__capture();
+	st->v8 = v8__capture();
+}
+
 static __always_inline void capture__take(void *ctx, struct lw_capture *cap, __u64 user_sp,
 					  int kskip)
 {
-	counter__inc(LW_CTR_STACK_WALKS);
-	cap->stack.user = unwind__user_stack();
-	cap->stack.kernel = kskip < 0 ? -1 :
-			    bpf_get_stackid(ctx, &stacks,
-					    (kskip & BPF_F_SKIP_FIELD_MASK) | BPF_F_REUSE_STACKID);
-	/* the Python and V8 frame chains change as soon as the thread runs on */
-	cap->stack.python = python__capture();
-	cap->stack.v8 = v8__capture();
+	stack__take(ctx, &cap->stack, kskip);
 	if (bpf_probe_read_user(cap->words, sizeof(cap->words), (void *)user_sp))
 		__builtin_memset(cap->words, 0, sizeof(cap->words));
+}
+
+/*
+ * A capture whose stack was taken elsewhere (a CPU sample's), or none: no
+ * stack words of its own, so no earlier capture's words repair its leaf.
+ */
+static __always_inline void capture__set(struct lw_capture *cap, const struct lw_stack_ref *st)
+{
+	cap->stack = *st;
+	__builtin_memset(cap->words, 0, sizeof(cap->words));
 }
 
 #endif /* LOOPWATCH_ITERATION_BPF_H */

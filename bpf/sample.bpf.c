@@ -44,18 +44,14 @@ int loop_sample(struct bpf_perf_event_data *ctx)
 		slot = bpf_get_prandom_u32() % (seen + 1);
 	if (slot >= LW_ITER_SAMPLES && !l->runq_walk_owed)
 		return 0;
-	st.user = unwind__user_stack();
-	st.kernel = bpf_get_stackid(ctx, &stacks, BPF_F_REUSE_STACKID);
-	st.python = python__capture();
-	st.v8 = v8__capture();
-	counter__inc(LW_CTR_STACK_WALKS);
+	stack__take(ctx, &st, 0);
 	if (slot < LW_ITER_SAMPLES)
 		l->iter.samples[slot] = st;
 	l->last_walk = st;
 	l->last_walk_busy_ns = l->busy_start_ns;
 	/* the first walk after the longest wait for a CPU is where it was waited in */
 	if (l->runq_walk_owed) {
-		l->iter.runq_cap.stack = st;
+		capture__set(&l->iter.runq_cap, &st);
 		l->runq_walk_owed = 0;
 	}
 	return 0;

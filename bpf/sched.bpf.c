@@ -90,12 +90,13 @@ static __always_inline void loop__switch_out(void *ctx, struct lw_loop *l,
 	l->off_pcount = prev->sched_info.pcount;
 	l->wake_ns = 0;
 	l->off_blocked = sleeping;
+	l->preempt_walked = 0;
 	/*
 	 * A sleep's stack is taken now: its call is what the thread waits in,
 	 * and a thread that never wakes (a deadlock) must still be named. A
-	 * preemption takes none (loop__switch_in).
+	 * preemption takes one only in an iteration half way to a stall (else
+	 * loop__switch_in owes it to the next sample).
 	 */
-	l->preempt_walked = 0;
 	if (sleeping) {
 		block__note_sleep(ctx, l, prev, now);
 		return;
@@ -142,13 +143,11 @@ static __always_inline void loop__switch_in(struct lw_loop *l, __u64 now)
 		if (l->preempt_walked) {
 			bpf_probe_read_kernel(&l->iter.runq_cap, sizeof(l->iter.runq_cap),
 					      &l->preempt_cap);
-		} else if (l->last_walk_busy_ns == l->busy_start_ns) {
-			l->iter.runq_cap.stack = l->last_walk;
 		} else {
-			l->iter.runq_cap.stack.user = 0;
-			l->iter.runq_cap.stack.kernel = -1;
-			l->iter.runq_cap.stack.python = 0;
-			l->iter.runq_cap.stack.v8 = 0;
+			struct lw_stack_ref none = { .kernel = -1 };
+
+			capture__set(&l->iter.runq_cap,
+				     l->last_walk_busy_ns == l->busy_start_ns ? &l->last_walk : &none);
 		}
 	}
 	l->off_ns = 0;

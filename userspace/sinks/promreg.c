@@ -1043,6 +1043,41 @@ static void family__self_outputs(FILE *out, const struct prom_registry *sp)
 	}
 }
 
+/* The kernel side's own counters (bpf/lw_abi.h, enum lw_counter); the table full one last. */
+static void family__kernel_counters(FILE *out, const struct model *m)
+{
+	static const struct {
+		enum lw_counter which;
+		const char *name;
+		const char *help;
+	} ctr[] = {
+		{ LW_CTR_SWITCH_INS_MISSED, "loopwatch_switch_ins_missed_total",
+		  "Loop threads seen running with a switch-out still open (its switch-in "
+		  "never seen): the sleep it began is booked up to its wake-up, or up to "
+		  "then if that went unseen too." },
+		{ LW_CTR_PREEMPTIONS, "loopwatch_preemptions_total",
+		  "Loop threads preempted inside a busy period." },
+		{ LW_CTR_STACK_WALKS, "loopwatch_stack_walks_total",
+		  "User stacks walked: CPU samples of loop threads past the sampling gate "
+		  "(1/16 of the slow threshold of the iteration's own time) or owed by a "
+		  "long wait for a CPU, sleeps inside busy periods, probed calls over "
+		  "--probe-threshold, and preemptions of an iteration half way to the slow "
+		  "threshold (a younger one's take none)." },
+		{ LW_CTR_LOOPS_REFUSED, "loopwatch_loop_records_refused_total",
+		  "Loop threads not tracked: the kernel refused to create their record "
+		  "(out of memory, or a kernel limit loopwatch does not know). Above "
+		  "zero, loops go unseen: alert on it." },
+		{ LW_CTR_LOOPS_FULL, "loopwatch_loop_map_full_total",
+		  "Loop threads not tracked: 4096 loop records were alive." },
+	};
+
+	for (size_t i = 0; i < sizeof(ctr) / sizeof(ctr[0]); i++) {
+		family__header(out, ctr[i].name, "counter", ctr[i].help);
+		fprintf(out, "%s %llu\n", ctr[i].name,
+			(unsigned long long)m->kcounters[ctr[i].which]);
+	}
+}
+
 static void family__self(FILE *out, const struct prom_registry *sp, const struct model *m)
 {
 	family__header(out, "loopwatch_build_info", "gauge",
@@ -1059,33 +1094,7 @@ static void family__self(FILE *out, const struct prom_registry *sp, const struct
 	fprintf(out, "loopwatch_events_dropped_total %llu\n",
 		(unsigned long long)m->events_dropped);
 	family__self_outputs(out, sp);
-	family__header(out, "loopwatch_switch_ins_missed_total", "counter",
-		       "Loop threads seen running with a switch-out still open (its switch-in "
-		       "never seen): the sleep it began is booked up to its wake-up, or up to "
-		       "then if that went unseen too.");
-	fprintf(out, "loopwatch_switch_ins_missed_total %llu\n",
-		(unsigned long long)m->switch_ins_missed);
-	family__header(out, "loopwatch_preemptions_total", "counter",
-		       "Loop threads preempted inside a busy period.");
-	fprintf(out, "loopwatch_preemptions_total %llu\n",
-		(unsigned long long)m->kcounters[LW_CTR_PREEMPTIONS]);
-	family__header(out, "loopwatch_stack_walks_total", "counter",
-		       "User stacks walked: CPU samples of loop threads past the sampling gate "
-		       "(1/16 of the slow threshold of the iteration's own time) or owed by a "
-		       "long wait for a CPU, sleeps inside busy periods, probed calls over "
-		       "--probe-threshold, and preemptions of an iteration half way to the slow "
-		       "threshold (a younger one's take none).");
-	fprintf(out, "loopwatch_stack_walks_total %llu\n",
-		(unsigned long long)m->kcounters[LW_CTR_STACK_WALKS]);
-	family__header(out, "loopwatch_loop_records_refused_total", "counter",
-		       "Loop threads not tracked: the kernel refused to create their record "
-		       "(out of memory, or a kernel limit loopwatch does not know). Above "
-		       "zero, loops go unseen: alert on it.");
-	fprintf(out, "loopwatch_loop_records_refused_total %llu\n",
-		(unsigned long long)m->loops_refused);
-	family__header(out, "loopwatch_loop_map_full_total", "counter",
-		       "Loop threads not tracked: 4096 loop records were alive.");
-	fprintf(out, "loopwatch_loop_map_full_total %llu\n", (unsigned long long)m->loops_full);
+	family__kernel_counters(out, m);
 }
 
 void prom_registry__set_write_time(struct prom_registry *sp, double seconds)

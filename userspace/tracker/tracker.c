@@ -45,6 +45,7 @@ struct tracker {
 	struct cfi_tables *cfi;
 	struct tracked *hash[TRACKER_HASH];
 	size_t n;
+	size_t npending;	/* of them, taken on and not set up yet */
 	struct kubelet_cache *kubelet;	/* NULL: no --kubelet-logs */
 };
 
@@ -105,6 +106,8 @@ static void tracker__drop(struct tracker *t, struct tracked **pp)
 		collector__set_v8(t->c, k->pid, NULL);
 	cfi_tables__drop(t->cfi, k->pid);
 	*pp = k->hnext;
+	if (k->pending)
+		t->npending--;
 	free(k);
 	t->n--;
 }
@@ -218,6 +221,7 @@ void tracker__new_loop(struct tracker *t, __u32 pid)
 	/* its maps now, while it surely lives: a stall just before exit still resolves */
 	proc__maps(p, true);
 	k->pending = true;
+	t->npending++;
 	k->hnext = *pp;
 	*pp = k;
 	t->n++;
@@ -236,6 +240,7 @@ static void tracker__setup(struct tracker *t, struct tracked *k)
 	struct proc *p = procs__get(t->procs, (int)k->pid);
 
 	k->pending = false;
+	t->npending--;
 	if (!p || !proc__alive(p) || !tracked__same(k, p))
 		return;
 	k->python = tracker__setup_python(t, p);
@@ -248,7 +253,8 @@ static void tracker__setup(struct tracker *t, struct tracked *k)
 
 void tracker__settle(struct tracker *t)
 {
-	for (unsigned int h = 0; h < TRACKER_HASH; h++) {
+	/* called at every wake-up of the main loop: nothing to walk, most times */
+	for (unsigned int h = 0; h < TRACKER_HASH && t->npending; h++) {
 		for (struct tracked *k = t->hash[h]; k; k = k->hnext) {
 			if (k->pending)
 				tracker__setup(t, k);
