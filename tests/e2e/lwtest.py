@@ -1,4 +1,5 @@
 """Helpers shared by the end-to-end tests: run loopwatch and workloads, read JSON lines."""
+import datetime
 import json
 import math
 import os
@@ -192,6 +193,25 @@ class Workload:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+
+
+# an alert line: when it was raised (RFC 3339, UTC, ms), then the alert
+ALERT_LINE = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z) loopwatch: ALERT (.*)$")
+
+
+def alert_lines(text):
+    """(unix seconds, the alert after "loopwatch: ALERT ") of each alert line; any other
+    line that says ALERT fails: no line is half an alert."""
+    out = []
+    for line in text.splitlines():
+        if "ALERT" not in line:
+            continue
+        m = ALERT_LINE.match(line)
+        assert m, "not an alert line: %r" % line
+        ts = datetime.datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S.%fZ").replace(
+            tzinfo=datetime.timezone.utc).timestamp()
+        out.append((ts, m.group(2)))
+    return out
 
 
 def tmpfile(suffix=".json"):

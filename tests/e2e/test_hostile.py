@@ -11,7 +11,7 @@ import subprocess
 import tempfile
 import time
 
-from lwtest import Workload, load_truth, of_type, run_traced, tmpfile, write_script
+from lwtest import Workload, alert_lines, load_truth, of_type, run_traced, tmpfile, write_script
 
 PLACEHOLDER = b"inject_named_for_patching_0123456789abcdef0123456789abcdef01234567"
 # a window title, a bell, a line of its own that looks like loopwatch's, a screen clear
@@ -320,8 +320,9 @@ def test_escape_laden_symbol_names_reach_no_output_raw(ctx):
         with open(alert_log, encoding="utf-8", errors="strict") as f:
             log = f.read()
         assert log.count("\n") >= 2 and not unsafe_chars(log), repr(log)
-        assert all(l.startswith("loopwatch: ALERT stallwork[%d]" % pid)
-                   for l in log.splitlines()), repr(log)
+        alerts = alert_lines(log)
+        assert len(alerts) == log.count("\n") and all(
+            a.startswith("stallwork[%d]" % pid) for _, a in alerts), repr(log)
 
         out = tmpfile()
         pid, lines, stderr = run_traced(ctx, [work, out, "named", "2", "--go"],
@@ -331,9 +332,9 @@ def test_escape_laden_symbol_names_reach_no_output_raw(ctx):
         assert "forged" in text and "Summary:" in text, text
         assert not unsafe_chars(text), repr(text)
         assert not unsafe_chars(stderr), repr(stderr)
-        alerts = [l for l in stderr.splitlines() if "ALERT" in l]
-        assert len(alerts) >= 2 and all(l.startswith("loopwatch: ALERT stallwork[") for l in
-                                        alerts), repr(stderr)
+        alerts = alert_lines(stderr)
+        assert len(alerts) >= 2 and all(a.startswith("stallwork[") for _, a in alerts), \
+            repr(stderr)
     finally:
         shutil.rmtree(d)
 

@@ -12,6 +12,19 @@ void time__format(char *buf, size_t len, double ts)
 	strftime(buf, len, "%H:%M:%S", &tm);
 }
 
+/* Logs are read beside other hosts' logs: UTC, milliseconds, RFC 3339. */
+void time__rfc3339(char *buf, size_t len, double ts)
+{
+	time_t secs = (time_t)ts;
+	int ms = (int)((ts - (double)secs) * 1000.0);
+	char day[32];
+	struct tm tm;
+
+	gmtime_r(&secs, &tm);
+	strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf, len, "%s.%03dZ", day, ms < 0 ? 0 : ms > 999 ? 999 : ms);
+}
+
 /*
  * Arrival-weighted lag first (LAG*: what an event arriving at a random moment
  * waits; STALL%: share of the time in iterations over --threshold), then the

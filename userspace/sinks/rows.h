@@ -13,6 +13,7 @@ static inline double ms(__u64 ns)
 
 /* HH:MM:SS of a unix time, local */
 void time__format(char *buf, size_t len, double ts);
+void time__rfc3339(char *buf, size_t len, double ts);
 
 /* One loop thread: its numbers over seconds, and the header. */
 const char *loop_row__header(void);
