@@ -237,6 +237,43 @@ def test_a_full_disk_or_dev_full_is_named_and_fails_the_run(ctx):
         shutil.rmtree(d)
 
 
+def test_a_reader_gone_ends_the_run_within_a_second(ctx):
+    """`loopwatch | head -1`: the pipe's reader goes away while loopwatch has nothing to
+    write (one idle process watched, a 30 s interval). It ends as the reader closes (it
+    used to wait for its next write, 30 s here), naming the broken pipe, non-zero; text
+    and JSON lines alike. poll(2) reports the hang-up at once (~10 ms here); the 5 s
+    bound is slack for a loaded host, far from the 30 s of the next write."""
+    sleeper = subprocess.Popen(["sleep", "120"])
+    try:
+        for fmt in ([], ["--json"]):
+            r, w = os.pipe()
+            p = subprocess.Popen([ctx.loopwatch, *fmt, "-p", str(sleeper.pid), "-i", "30",
+                                  "-d", "60"], stdout=w, stderr=subprocess.PIPE,
+                                 stdin=subprocess.DEVNULL, text=True)
+            os.close(w)
+            err = ""
+            while "tracing" not in err:
+                line = p.stderr.readline()
+                assert line, (p.wait(), err)
+                err += line
+            time.sleep(0.5)
+            assert p.poll() is None, err
+            closed = time.monotonic()
+            os.close(r)
+            try:
+                p.wait(timeout=10)
+            finally:
+                p.kill()
+            took = time.monotonic() - closed
+            err += p.stderr.read()
+            assert took <= 5.0, (fmt, took, err)
+            assert p.returncode != 0, (fmt, p.returncode, err)
+            assert "cannot write stdout: Broken pipe" in err, (fmt, err)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
 def test_a_failed_write_mid_run_fails_the_run_though_the_last_one_worked(ctx):
     """--report's SIGUSR1 snapshot and --prom-file's interval writes onto a full 64 KiB
     tmpfs fail (said once each); space is freed and the writes at exit work: the files
