@@ -135,3 +135,25 @@ void func_row__format(char *buf, size_t len, const struct func_stat *f,
 		 ms(t->self_ns[CAUSE_RUNQ]), ms(func_times__incl(t)),
 		 (unsigned long long)f->stalls, name);
 }
+
+const char *func_row__compact_header(void)
+{
+	return "    PID COMM         %BUSY   SELFms CAUSE   STALLS FUNCTION";
+}
+
+void func_row__compact(char *buf, size_t len, const struct func_stat *f,
+		       const struct func_times *t, __u64 busy_ns)
+{
+	__u64 self = func_times__self(t);
+	char name[FUNC_NAME_LEN + FUNC_WHERE_LEN + 16];
+	int top = CAUSE_CPU;
+
+	for (int c = CAUSE_CPU; c <= CAUSE_RUNQ; c++) {
+		if (t->self_ns[c] > t->self_ns[top])
+			top = c;
+	}
+	func_stat__name(f, name, sizeof(name));
+	snprintf(buf, len, "%7u %-12.12s %5.1f %8.1f %-7s %6llu %s", f->pid, f->comm,
+		 busy_ns ? 100.0 * (double)self / (double)busy_ns : 0.0, ms(self),
+		 stall_cause__name((enum stall_cause)top), (unsigned long long)f->stalls, name);
+}
