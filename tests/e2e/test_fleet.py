@@ -450,7 +450,7 @@ def test_fleet_a_loop_gone_before_the_interval_keeps_its_labels(ctx):
     their own exe and cgroup (read at their first wait), none under exe="" and
     cgroup="", and all of them are counted (the loops' own tally). Each waits 0.3 s first,
     so loopwatch reads its labels while it lives: one gone before loopwatch gets the CPU
-    at all has none (README, Limits)."""
+    at all has none (docs/limits.md)."""
     cg = Cgroups()
     path = cg.make("/lwtest-short-%d/app.scope" % os.getpid())
     script = ("import ctypes, os, select, sys\n"
