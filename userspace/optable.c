@@ -29,7 +29,8 @@ const struct opt_doc opt_docs[] = {
 	  "One object per loop thread per interval (interval) and per thread at exit "
 	  "(summary); stalls, blocking calls, probed calls, hung loops, alerts and lost "
 	  "events as they happen (stall, blocking_call, probe_call, stuck, alert, dropped); "
-	  "at exit the blocked time per process and syscall (syscall_summary). Fields: "
+	  "at exit the blocked time per process and syscall (syscall_summary) and per probed "
+	  "function (probe_summary). Fields: "
 	  "docs/outputs.md." },
 	{ NULL, 'q', "quiet", 'q', NULL,
 	  "for daemons: no live view, no table, nothing on stderr but errors and alerts "

@@ -33,3 +33,34 @@ def test_every_flag_in_help_is_accepted_and_described(ctx):
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert "unknown option" not in r.stderr, (flag, r.stderr)
         assert flag.replace("-", "\\-") in man and flag in md, flag
+
+
+def names_in_source(pattern):
+    found = set()
+    for d in ("sinks", "model", "events"):
+        folder = os.path.join(REPO, "userspace", d)
+        for name in os.listdir(folder):
+            if name.endswith(".c"):
+                with open(os.path.join(folder, name)) as f:
+                    found |= set(re.findall(pattern, f.read()))
+    return found
+
+
+def test_every_metric_family_and_json_type_is_documented(ctx):
+    """Each metric family name and each JSON line type the code can write is named in the
+    man page, and in docs/prometheus.md or docs/outputs.md: an output the user cannot
+    look up is an output the user cannot use."""
+    with open(os.path.join(REPO, "tools", "loopwatch.8")) as f:
+        man = f.read().replace("\\-", "-").replace("\\fB", "").replace("\\fR", "")
+    with open(os.path.join(REPO, "docs", "prometheus.md")) as f:
+        prom_doc = f.read()
+    with open(os.path.join(REPO, "docs", "outputs.md")) as f:
+        out_doc = f.read()
+    families = names_in_source(r'"(loopwatch_[a-z_]+)"')
+    assert len(families) >= 25, sorted(families)
+    missing = [f for f in sorted(families) if f not in man or f not in prom_doc]
+    assert not missing, missing
+    types = names_in_source(r'\\"type\\":\\"([a-z_]+)') | {"interval", "summary"}
+    assert len(types) >= 10, sorted(types)
+    missing = [t for t in sorted(types) if t not in man or '"%s"' % t not in out_doc]
+    assert not missing, missing
