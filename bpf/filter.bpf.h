@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * Which processes loopwatch watches: those -p or --comm name (either; none of
- * both: every process), and never itself. The
+ * both: every process but those --exclude-comm names, shells by default), and
+ * never itself. The
  * options are defined in loop.bpf.c (read-only data set before load);
  * every program whose output follows the filter (loops, probes) asks here.
  * The including file brings vmlinux.h and maps.bpf.h first.
@@ -18,6 +19,8 @@ extern const volatile bool filter_pid;
 extern const volatile bool filter_comm;
 extern const volatile __u32 ncomms;
 extern const volatile char comm_filter[LW_MAX_COMMS][LW_COMM_LEN];
+extern const volatile __u32 nexcludes;
+extern const volatile char comm_exclude[LW_MAX_COMMS][LW_COMM_LEN];
 
 static __always_inline bool comm__equal(const char *a, const volatile char *b)
 {
@@ -68,10 +71,35 @@ static __always_inline bool process__named(struct task_struct *task, __u32 pid)
 	return false;
 }
 
+/*
+ * A shell waits for its commands in wait4 between two reads of the
+ * terminal: its "stalls" are the user's commands, not lag anybody suffers.
+ */
+static __always_inline bool process__excluded(struct task_struct *task)
+{
+	char comm[LW_COMM_LEN];
+
+	if (!nexcludes)
+		return false;
+	BPF_CORE_READ_STR_INTO(&comm, task, group_leader, comm);
+	for (__u32 i = 0; i < LW_MAX_COMMS; i++) {
+		if (i >= nexcludes)
+			break;
+		if (comm__equal(comm, comm_exclude[i]))
+			return true;
+	}
+	return false;
+}
+
 /* task and pid (its tgid) are the current task's */
 static __always_inline bool process__wanted(struct task_struct *task, __u32 pid)
 {
-	return process__named(task, pid) && !process__self(pid);
+	if (process__self(pid))
+		return false;
+	/* what the user named is watched, whatever its name */
+	if (filter_pid || filter_comm)
+		return process__named(task, pid);
+	return !process__excluded(task);
 }
 
 #endif /* LOOPWATCH_FILTER_BPF_H */

@@ -34,6 +34,9 @@ const volatile bool filter_pid = false;
 const volatile bool filter_comm = false;
 const volatile __u32 ncomms = 0;
 const volatile char comm_filter[LW_MAX_COMMS][LW_COMM_LEN] = {};
+/* with neither -p nor --comm: processes by these names are not watched (shells) */
+const volatile __u32 nexcludes = 0;
+const volatile char comm_exclude[LW_MAX_COMMS][LW_COMM_LEN] = {};
 /* off: every wait call ends an iteration (--no-nested-waits) */
 const volatile bool nested_waits = true;
 

@@ -230,6 +230,8 @@ static void collector_opts__from_options(struct collector_opts *copts, struct ru
 	copts->npids = opts->npids;
 	copts->comms = opts->comms;
 	copts->ncomms = opts->ncomms;
+	copts->excludes = opts->excludes;
+	copts->nexcludes = opts->nexcludes;
 	copts->verbose = opts->verbose;
 	copts->stall_threshold_ns = (__u64)(opts->threshold_ms * 1e6);
 	/* an --alert-ms under --threshold still needs those iterations sent up */

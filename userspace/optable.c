@@ -22,6 +22,13 @@ const struct opt_doc opt_docs[] = {
 	  "only processes with these names, as in /proc/PID/comm (repeatable). With -p: "
 	  "the processes either names",
 	  "Up to 16 names." },
+	{ NULL, OPT_EXCLUDE_COMM, "exclude-comm", 0, "NAME[,NAME...]",
+	  "without -p or --comm: every process but these (repeatable; default: the shells "
+	  "bash,sh,dash,zsh,ksh,fish,tcsh,csh; none: nothing left out)",
+	  "A shell waits in wait4 for each command it runs between two reads of the "
+	  "terminal: its iterations are the user's commands, not lag anybody suffers. Up to "
+	  "16 names; naming a process with -p or --comm watches it anyway, and --comm with "
+	  "a name also excluded is an error." },
 	{ NULL, 'i', "interval", 'i', "SECONDS", "report every SECONDS (default 1)", NULL },
 	{ NULL, 'd', "duration", 'd', "SECONDS", "stop after SECONDS and print the summary",
 	  NULL },

@@ -42,6 +42,7 @@ enum {
 	OPT_KUBELET_LOGS,
 	OPT_UNWIND_MB,
 	OPT_RING_BUFFER,
+	OPT_EXCLUDE_COMM,
 };
 
 struct opt_doc {

@@ -266,6 +266,34 @@ static void comms__add(struct options *opts, const char *arg)
 	} while (*p++ == ',');
 }
 
+/* names --exclude-comm drops when it is not given */
+static const char *const default_excludes[] = {
+	"bash", "sh", "dash", "zsh", "ksh", "fish", "tcsh", "csh",
+};
+
+static void excludes__add(struct options *opts, const char *arg)
+{
+	const char *p = arg;
+
+	if (!opts->excludes_given)
+		opts->nexcludes = 0;
+	opts->excludes_given = true;
+	if (!strcmp(arg, "none"))
+		return;
+	do {
+		size_t len = strcspn(p, ",");
+
+		if (!len || len >= LW_COMM_LEN)
+			usage__fail("invalid --exclude-comm '%s': names of 1 to 15 characters, "
+				    "as in /proc/PID/comm, separated by commas", arg);
+		if (opts->nexcludes >= LW_MAX_COMMS)
+			usage__fail("too many --exclude-comm names (at most 16): '%s'", arg);
+		memcpy(opts->excludes[opts->nexcludes], p, len);
+		opts->excludes[opts->nexcludes++][len] = '\0';
+		p += len;
+	} while (*p++ == ',');
+}
+
 static void option__apply(struct options *opts, int key, char *arg)
 {
 	switch (key) {
@@ -274,6 +302,9 @@ static void option__apply(struct options *opts, int key, char *arg)
 		break;
 	case OPT_COMM:
 		comms__add(opts, arg);
+		break;
+	case OPT_EXCLUDE_COMM:
+		excludes__add(opts, arg);
 		break;
 	case 'i':
 		opts->interval_s = seconds__parse(arg, "interval", 0.01, 3600);
@@ -397,6 +428,23 @@ static void option__apply(struct options *opts, int key, char *arg)
 	}
 }
 
+/*
+ * --exclude-comm applies only where nothing is named; a name both kept and
+ * left out is a contradiction to say, not to settle silently.
+ */
+static void options__check_excludes(struct options *opts)
+{
+	for (int i = 0; opts->excludes_given && i < opts->nexcludes; i++) {
+		for (int k = 0; k < opts->ncomms; k++) {
+			if (!strcmp(opts->excludes[i], opts->comms[k]))
+				usage__fail("--comm and --exclude-comm both name '%s'",
+					    opts->comms[k]);
+		}
+	}
+	if (opts->npids || opts->ncomms)
+		opts->nexcludes = 0;
+}
+
 void options__parse(struct options *opts, int argc, char **argv)
 {
 	struct option long_options[opt_ndocs + 1];
@@ -425,6 +473,8 @@ void options__parse(struct options *opts, int argc, char **argv)
 	opts->stuck_after_s = 1.0;
 	opts->stuck_every_s = 5.0;
 	opts->unwind_mb = 16;
+	for (size_t i = 0; i < sizeof(default_excludes) / sizeof(default_excludes[0]); i++)
+		strcpy(opts->excludes[opts->nexcludes++], default_excludes[i]);
 	opt_docs__long_options(long_options);
 	opt_docs__shortopts(shortopts, sizeof(shortopts));
 	opterr = 0;
@@ -445,4 +495,5 @@ void options__parse(struct options *opts, int argc, char **argv)
 		usage__fail("%s needs --prom-file or --listen", "--prom-per-pid");
 	if (opts->folded_merge && !opts->folded)
 		usage__fail("%s needs --folded", "--folded-merge");
+	options__check_excludes(opts);
 }

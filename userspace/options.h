@@ -15,6 +15,10 @@ struct options {
 	int npids;
 	char comms[LW_MAX_COMMS][LW_COMM_LEN];
 	int ncomms;
+	/* with neither: every process but these (shells unless --exclude-comm says) */
+	char excludes[LW_MAX_COMMS][LW_COMM_LEN];
+	int nexcludes;
+	bool excludes_given;
 	double interval_s;
 	double duration_s;	/* 0: until interrupted */
 	bool json;

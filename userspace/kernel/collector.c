@@ -276,6 +276,11 @@ struct collector *collector__open(const struct collector_opts *opts, char *err, 
 								       : LW_MAX_COMMS);
 	for (int i = 0; i < opts->ncomms && i < LW_MAX_COMMS; i++)
 		strncpy((char *)c->skel->rodata->comm_filter[i], opts->comms[i], LW_COMM_LEN - 1);
+	c->skel->rodata->nexcludes = (__u32)(opts->nexcludes < LW_MAX_COMMS ? opts->nexcludes
+									    : LW_MAX_COMMS);
+	for (int i = 0; i < opts->nexcludes && i < LW_MAX_COMMS; i++)
+		strncpy((char *)c->skel->rodata->comm_exclude[i], opts->excludes[i],
+			LW_COMM_LEN - 1);
 	collector__no_autoattach(c);
 	if (collector__size_unwind(c, opts)) {
 		snprintf(err, errlen, "cannot size the unwind tables");
