@@ -355,6 +355,48 @@ static void run__track_pids(struct run *r)
 	tracker__settle(r->tracker);
 }
 
+/* the filters, in userspace: --comm names, or (with neither filter) --exclude-comm's */
+static bool run__comm_wanted(const char *comm, void *arg)
+{
+	const struct options *o = arg;
+
+	if (o->ncomms) {
+		for (int i = 0; i < o->ncomms; i++) {
+			if (!strncmp(comm, o->comms[i], LW_COMM_LEN))
+				return true;
+		}
+		return false;
+	}
+	for (int i = 0; i < o->nexcludes; i++) {
+		if (!strncmp(comm, o->excludes[i], LW_COMM_LEN))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Without -p: the loops already waiting as loopwatch starts, set up before it
+ * says "tracing" -- a process is otherwise set up at its first wait seen, and
+ * its first stalls would lack its Python/JS frames and unwind tables. At
+ * most RUN_PRESET processes: past them, at their first wait as before.
+ */
+#define RUN_PRESET 64
+
+static void run__track_waiting(struct run *r)
+{
+	int pids[RUN_PRESET];
+	size_t n;
+
+	if (r->opts.npids)
+		return;
+	n = procs__waiting(pids, RUN_PRESET, run__comm_wanted, &r->opts);
+	for (size_t i = 0; i < n; i++) {
+		if (pids[i] != getpid())
+			tracker__new_loop(r->tracker, (__u32)pids[i]);
+	}
+	tracker__settle(r->tracker);
+}
+
 /* Every process with a loop thread, set up (again, if its NEW_LOOP event was lost). */
 static void run__rescan(struct run *r)
 {
@@ -571,6 +613,7 @@ int main(int argc, char **argv)
 	status = run__open(&r);
 	if (!status) {
 		run__track_pids(&r);
+		run__track_waiting(&r);
 		signal(SIGINT, signal__handle);
 		signal(SIGTERM, signal__handle);
 		signal(SIGUSR1, signal__handle);
