@@ -27,13 +27,24 @@ static bool file__is_node_runtime(const char *file)
 	return !file[0] || !strncmp(file, "node:", 5);
 }
 
+/*
+ * V8's own C++ and builtins: dozens of internal functions (a property
+ * store, a call trampoline) that would each take a row of the functions
+ * table; their time goes to the nearest frame that is not V8's (a JS
+ * function, or node's binding that called in).
+ */
+static bool func__is_v8_internal(const char *func)
+{
+	return !strncmp(func, "v8::", 4) || !strncmp(func, "Builtins_", 9);
+}
+
 static bool frame__is_runtime(const struct frame *f)
 {
 	if (f->kind == FRAME_PYTHON)
 		return file__is_stdlib(f->file);
 	if (f->kind == FRAME_JS)
 		return file__is_node_runtime(f->file);
-	return module__is_runtime(f->module);
+	return module__is_runtime(f->module) || func__is_v8_internal(f->func);
 }
 
 /* The frame to start from: the user's own code first, libc and the stdlib last. */
