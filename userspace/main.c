@@ -378,23 +378,27 @@ static bool run__comm_wanted(const char *comm, void *arg)
  * Without -p: the loops already waiting as loopwatch starts, set up before it
  * says "tracing" -- a process is otherwise set up at its first wait seen, and
  * its first stalls would lack its Python/JS frames and unwind tables. At
- * most RUN_PRESET processes: past them, at their first wait as before.
+ * most RUN_PRESET processes and RUN_PRESET_S seconds (a host of many big
+ * runtimes): past them, at their first wait as before.
  */
 #define RUN_PRESET 64
+#define RUN_PRESET_S 2.0
 
 static void run__track_waiting(struct run *r)
 {
+	double start = clock__mono();
 	int pids[RUN_PRESET];
 	size_t n;
 
 	if (r->opts.npids)
 		return;
 	n = procs__waiting(pids, RUN_PRESET, run__comm_wanted, &r->opts);
-	for (size_t i = 0; i < n; i++) {
-		if (pids[i] != getpid())
-			tracker__new_loop(r->tracker, (__u32)pids[i]);
+	for (size_t i = 0; i < n && clock__mono() - start < RUN_PRESET_S; i++) {
+		if (pids[i] == getpid())
+			continue;
+		tracker__new_loop(r->tracker, (__u32)pids[i]);
+		tracker__settle(r->tracker);
 	}
-	tracker__settle(r->tracker);
 }
 
 /* Every process with a loop thread, set up (again, if its NEW_LOOP event was lost). */
@@ -605,6 +609,7 @@ int main(int argc, char **argv)
 	int status;
 
 	options__parse(&r.opts, argc, argv);
+	culprit__innermost(r.opts.innermost_culprits);
 	if (r.opts.list_probes) {
 		probes__list(stdout);
 		return 0;

@@ -77,6 +77,13 @@ const struct opt_doc opt_docs[] = {
 	  "it sleeps in, and an alert." },
 	{ NULL, OPT_STUCK_EVERY, "stuck-every", 0, "SECONDS",
 	  "and again every SECONDS while it lasts (default 5)", NULL },
+	{ NULL, OPT_INNERMOST_CULPRITS, "innermost-culprits", 0, NULL,
+	  "name each stack's culprit by its innermost frame, whoever's code it is (default: "
+	  "the application's own code first, then a library's, then the runtime's)",
+	  "By default a requests.get in a helper is the helper's: frames in site-packages, "
+	  "dist-packages or node_modules name a culprit only when no frame of the "
+	  "application does, and the stdlib, node:internal, libc and V8's internals only "
+	  "when neither does. Full stacks are the same either way." },
 	{ NULL, OPT_UNWIND_MB, "unwind-mb", 0, "MB",
 	  "kernel memory for the unwind tables that find the callers of code built without "
 	  "frame pointers (default 16; 0: frame pointers only, every frame past the leaf "

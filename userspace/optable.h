@@ -43,6 +43,7 @@ enum {
 	OPT_UNWIND_MB,
 	OPT_RING_BUFFER,
 	OPT_EXCLUDE_COMM,
+	OPT_INNERMOST_CULPRITS,
 };
 
 struct opt_doc {

@@ -376,6 +376,9 @@ static void option__apply(struct options *opts, int key, char *arg)
 	case OPT_NO_NESTED_WAITS:
 		opts->no_nested_waits = true;
 		break;
+	case OPT_INNERMOST_CULPRITS:
+		opts->innermost_culprits = true;
+		break;
 	case OPT_NO_BUILTIN_PROBES:
 		opts->no_builtin_probes = true;
 		break;

@@ -40,6 +40,7 @@ struct options {
 	double block_threshold_ms;	/* a blocked syscall at or over this is a blocking call */
 	int sample_hz;		/* CPU samples per second inside busy periods */
 	bool no_nested_waits;	/* every wait call ends an iteration */
+	bool innermost_culprits;	/* culprit: the innermost frame, not the app's first */
 	int unwind_mb;		/* kernel memory for unwind tables; 0: frame pointers only */
 	int ring_mb;		/* the kernel's ring buffer of events, MiB (a power of two) */
 

@@ -108,6 +108,8 @@ void stack_report__clear(struct stack_report *s);
  * -1 when none (culprit.c).
  */
 int stack_report__culprit(const struct stack_report *s);
+/* --innermost-culprits: the innermost named frame, whoever's code it is */
+void culprit__innermost(bool on);
 /* The frames that best name a culprit in one stack: the user's code first (culprit.c). */
 void stack_report__top(const struct stack_report *s, char *buf, size_t len);
 /* The top frames most of the stall's dominant cause names (culprit.c). */
