@@ -64,6 +64,24 @@ static void culprit__skips_v8_internals(void)
 	CHECK(stack_report__culprit(&s) == 0, "only V8's own: its leaf");
 }
 
+/* the offenders table's rows: one per function, whatever line or caller */
+static void culprit__function_identity(void)
+{
+	char a[128], b[128];
+
+	culprit__function("render (app.py:28) < handle (app.py:46)", a, sizeof(a));
+	culprit__function("render (app.py:31) < other (app.py:90)", b, sizeof(b));
+	CHECK(!strcmp(a, "render (app.py)") && !strcmp(a, b), "%s | %s", a, b);
+	culprit__function("dictNext < keysCommand", a, sizeof(a));
+	CHECK(!strcmp(a, "dictNext"), "%s", a);
+	culprit__function("f (x:y:1) < g", a, sizeof(a));
+	CHECK(!strcmp(a, "f (x:y)"), "a path with a colon keeps it: %s", a);
+	culprit__function("std::map<int, int>::find < main", a, sizeof(a));
+	CHECK(!strcmp(a, "std::map<int, int>::find"), "%s", a);
+	culprit__function("x", a, 1);
+	CHECK(a[0] == '\0', "no room");
+}
+
 int main(void)
 {
 	struct stall_report r = { .pid = 7, .tid = 7, .comm = "app", .duration_ns = 22 * MS,
@@ -121,5 +139,6 @@ int main(void)
 		free(r.stacks[i].frames);
 	attribution__free(a);
 	culprit__skips_v8_internals();
+	culprit__function_identity();
 	return check__report();
 }

@@ -70,6 +70,30 @@ static enum frame_owner frame__owner(const struct frame *f)
 	return OWNER_APP;
 }
 
+void culprit__function(const char *top, char *buf, size_t len)
+{
+	const char *end = strstr(top, " < ");
+	size_t n = end ? (size_t)(end - top) : strlen(top), k = 0;
+
+	if (!len)
+		return;
+	for (size_t i = 0; i < n && k + 1 < len; i++) {
+		/* ":LINE)" closing a "(file:line)": the line goes, the file stays */
+		if (top[i] == ':' && i + 1 < n && top[i + 1] >= '0' && top[i + 1] <= '9') {
+			size_t j = i + 1;
+
+			while (j < n && top[j] >= '0' && top[j] <= '9')
+				j++;
+			if (j < n && top[j] == ')') {
+				i = j - 1;
+				continue;
+			}
+		}
+		buf[k++] = top[i];
+	}
+	buf[k] = '\0';
+}
+
 static bool culprit_innermost;
 
 void culprit__innermost(bool on)
