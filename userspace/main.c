@@ -230,6 +230,9 @@ static void collector_opts__from_options(struct collector_opts *copts, struct ru
 	copts->npids = opts->npids;
 	copts->comms = opts->comms;
 	copts->ncomms = opts->ncomms;
+	copts->cgroup_ids = opts->cgroup_ids;
+	copts->cgroup_levels = opts->cgroup_levels;
+	copts->ncgroups = opts->ncgroups;
 	copts->excludes = opts->excludes;
 	copts->nexcludes = opts->nexcludes;
 	copts->verbose = opts->verbose;
@@ -360,6 +363,9 @@ static bool run__comm_wanted(const char *comm, void *arg)
 {
 	const struct options *o = arg;
 
+	/* cgroups are the kernel's to check: their loops are set up at their first wait */
+	if (o->ncgroups)
+		return false;
 	if (o->ncomms) {
 		for (int i = 0; i < o->ncomms; i++) {
 			if (!strncmp(comm, o->comms[i], LW_COMM_LEN))

@@ -22,6 +22,15 @@ const struct opt_doc opt_docs[] = {
 	  "only processes with these names, as in /proc/PID/comm (repeatable). With -p: "
 	  "the processes either names",
 	  "Up to 16 names." },
+	{ NULL, OPT_CGROUP, "cgroup", 0, "PATH",
+	  "only processes in this cgroup v2 or under it (repeatable, up to 8 with --service); "
+	  "PATH as /proc/PID/cgroup shows it, or under the cgroup2 mount. With -p or --comm: "
+	  "the processes any of them names", NULL },
+	{ NULL, OPT_SERVICE, "service", 0, "NAME",
+	  "only processes in the cgroup named NAME or NAME.service, and under it: a systemd "
+	  "unit, a scope, a container's directory (repeatable)",
+	  "The shallowest such cgroup of the v2 tree; two at that depth are an error naming "
+	  "one, to be given with --cgroup." },
 	{ NULL, OPT_EXCLUDE_COMM, "exclude-comm", 0, "NAME[,NAME...]",
 	  "without -p or --comm: every process but these (repeatable; default: the shells "
 	  "bash,sh,dash,zsh,ksh,fish,tcsh,csh; none: nothing left out)",

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include "optable.h"
 #include "options.h"
+#include "proc/cgroupfs.h"
 #include "version.h"
 
 static const char doc[] =
@@ -294,6 +295,26 @@ static void excludes__add(struct options *opts, const char *arg)
 	} while (*p++ == ',');
 }
 
+/* a cgroup named by path or service, resolved now: a typo is said at start */
+static void cgroups__add(struct options *opts, int key, const char *arg)
+{
+	struct cgroup_ref ref;
+	char err[600];
+	int ret;
+
+	if (opts->ncgroups >= LW_MAX_CGROUPS)
+		usage__fail("too many --cgroup and --service (at most 8): '%s'", arg);
+	ret = key == OPT_CGROUP ? cgroupfs__by_path(arg, &ref, err, sizeof(err)) :
+				  cgroupfs__by_service(arg, &ref, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "loopwatch: %s: %s\n", key == OPT_CGROUP ? "--cgroup" : "--service",
+			err);
+		exit(2);
+	}
+	opts->cgroup_ids[opts->ncgroups] = ref.id;
+	opts->cgroup_levels[opts->ncgroups++] = ref.level;
+}
+
 static void option__apply(struct options *opts, int key, char *arg)
 {
 	switch (key) {
@@ -305,6 +326,10 @@ static void option__apply(struct options *opts, int key, char *arg)
 		break;
 	case OPT_EXCLUDE_COMM:
 		excludes__add(opts, arg);
+		break;
+	case OPT_CGROUP:
+	case OPT_SERVICE:
+		cgroups__add(opts, key, arg);
 		break;
 	case 'i':
 		opts->interval_s = seconds__parse(arg, "interval", 0.01, 3600);
@@ -444,7 +469,7 @@ static void options__check_excludes(struct options *opts)
 					    opts->comms[k]);
 		}
 	}
-	if (opts->npids || opts->ncomms)
+	if (opts->npids || opts->ncomms || opts->ncgroups)
 		opts->nexcludes = 0;
 }
 

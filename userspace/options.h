@@ -19,6 +19,10 @@ struct options {
 	char excludes[LW_MAX_COMMS][LW_COMM_LEN];
 	int nexcludes;
 	bool excludes_given;
+	/* --cgroup PATH and --service NAME, resolved to v2 cgroups (ids, levels) */
+	__u64 cgroup_ids[LW_MAX_CGROUPS];
+	__u32 cgroup_levels[LW_MAX_CGROUPS];
+	int ncgroups;
 	double interval_s;
 	double duration_s;	/* 0: until interrupted */
 	bool json;

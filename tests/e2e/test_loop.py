@@ -177,6 +177,42 @@ def test_pid_and_comm_filters_combine(ctx):
         shutil.rmtree(link_dir, ignore_errors=True)
 
 
+def test_cgroup_and_service_filters(ctx):
+    """--cgroup (a v2 path as /proc/PID/cgroup shows it, or under the mount) and --service
+    (a unit's name) keep the processes in that cgroup and under it, and with --comm the
+    processes either names; an unknown cgroup is a one-line error and status 2."""
+    from lwtest import CGROUP2, Cgroups
+    name = "lwsvc%d" % os.getpid()
+    top = "/lwtest-cg-%d" % os.getpid()
+    outs = [tmpfile() for _ in range(2)]
+    cg = Cgroups()
+    a, b = (Workload([ctx.workload("loopwork"), out, "fixed3", "100000"], go=False)
+            for out in outs)
+    try:
+        cg.move(a.pid, top + "/" + name + ".service")
+        cases = [
+            (["--cgroup", top], {a.pid}),
+            (["--cgroup", CGROUP2 + top], {a.pid}),
+            (["--service", name], {a.pid}),
+            (["--service", name, "-p", str(b.pid)], {a.pid, b.pid}),
+        ]
+        for args, want in cases:
+            lines = Loopwatch(ctx, "-d", 2, "-i", 0.5, *args).start().stop()
+            got = {l["pid"] for l in of_type(lines, "interval")}
+            assert got & {a.pid, b.pid} == want and not got - want, (args, got, want)
+        for flag, arg in (("--cgroup", top + "/nope"), ("--service", name + "x")):
+            r = subprocess.run([ctx.loopwatch, flag, arg, "-d", "1"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, timeout=30)
+            assert r.returncode == 2 and r.stderr.count("\n") == 1, (flag, r)
+    finally:
+        for w in (a, b):
+            w.kill()
+        cg.cleanup()
+        for out in outs:
+            if os.path.exists(out):
+                os.unlink(out)
+
+
 def test_missing_privileges_named(ctx):
     r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
                         ctx.loopwatch, "-d", "1"], stdout=subprocess.PIPE,

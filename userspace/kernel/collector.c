@@ -276,6 +276,13 @@ struct collector *collector__open(const struct collector_opts *opts, char *err, 
 								       : LW_MAX_COMMS);
 	for (int i = 0; i < opts->ncomms && i < LW_MAX_COMMS; i++)
 		strncpy((char *)c->skel->rodata->comm_filter[i], opts->comms[i], LW_COMM_LEN - 1);
+	c->skel->rodata->filter_cgroup = opts->ncgroups > 0;
+	c->skel->rodata->ncgroups = (__u32)(opts->ncgroups < LW_MAX_CGROUPS ? opts->ncgroups
+									    : LW_MAX_CGROUPS);
+	for (int i = 0; i < opts->ncgroups && i < LW_MAX_CGROUPS; i++) {
+		c->skel->rodata->cgroup_ids[i] = opts->cgroup_ids[i];
+		c->skel->rodata->cgroup_levels[i] = opts->cgroup_levels[i];
+	}
 	c->skel->rodata->nexcludes = (__u32)(opts->nexcludes < LW_MAX_COMMS ? opts->nexcludes
 									    : LW_MAX_COMMS);
 	for (int i = 0; i < opts->nexcludes && i < LW_MAX_COMMS; i++)
