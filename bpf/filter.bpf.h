@@ -37,6 +37,22 @@ static __always_inline bool comm__equal(const char *a, const volatile char *b)
 	return true;
 }
 
+/* Is the task's process named one of the first n of names? */
+static __always_inline bool comm__in(struct task_struct *task,
+				     const volatile char (*names)[LW_COMM_LEN], __u32 n)
+{
+	char comm[LW_COMM_LEN];
+
+	BPF_CORE_READ_STR_INTO(&comm, task, group_leader, comm);
+	for (__u32 i = 0; i < LW_MAX_COMMS; i++) {
+		if (i >= n)
+			break;
+		if (comm__equal(comm, names[i]))
+			return true;
+	}
+	return false;
+}
+
 /*
  * Is the current task loopwatch? self_pid is getpid(), the pid in
  * loopwatch's own namespace: in a container with a pid namespace of its own
@@ -69,24 +85,13 @@ static __always_inline bool cgroup__named(void)
 /* Named by -p, --comm or --cgroup, or no filter at all. */
 static __always_inline bool process__named(struct task_struct *task, __u32 pid)
 {
-	char comm[LW_COMM_LEN];
-
 	if (!filter_pid && !filter_comm && !filter_cgroup)
 		return true;
 	if (filter_pid && bpf_map_lookup_elem(&pid_filter, &pid))
 		return true;
 	if (filter_cgroup && cgroup__named())
 		return true;
-	if (!filter_comm)
-		return false;
-	BPF_CORE_READ_STR_INTO(&comm, task, group_leader, comm);
-	for (__u32 i = 0; i < LW_MAX_COMMS; i++) {
-		if (i >= ncomms)
-			break;
-		if (comm__equal(comm, comm_filter[i]))
-			return true;
-	}
-	return false;
+	return filter_comm && comm__in(task, comm_filter, ncomms);
 }
 
 /*
@@ -95,18 +100,7 @@ static __always_inline bool process__named(struct task_struct *task, __u32 pid)
  */
 static __always_inline bool process__excluded(struct task_struct *task)
 {
-	char comm[LW_COMM_LEN];
-
-	if (!nexcludes)
-		return false;
-	BPF_CORE_READ_STR_INTO(&comm, task, group_leader, comm);
-	for (__u32 i = 0; i < LW_MAX_COMMS; i++) {
-		if (i >= nexcludes)
-			break;
-		if (comm__equal(comm, comm_exclude[i]))
-			return true;
-	}
-	return false;
+	return nexcludes && comm__in(task, comm_exclude, nexcludes);
 }
 
 /* task and pid (its tgid) are the current task's */

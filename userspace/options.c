@@ -249,20 +249,26 @@ static void pids__add(struct options *opts, const char *arg)
 		usage__fail("invalid pid '%s'", arg);
 }
 
-static void comms__add(struct options *opts, const char *arg)
+/* NAME[,NAME...] appended to names (*n of them): process names as in /proc/PID/comm */
+static void names__add(char (*names)[LW_COMM_LEN], int *n, const char *arg, const char *flag)
 {
 	const char *p = arg;
 
 	do {
 		size_t len = strcspn(p, ",");
 
-		if (!len || len >= LW_COMM_LEN)
-			usage__fail("invalid --comm '%s': names of 1 to 15 characters, as in "
-				    "/proc/PID/comm, separated by commas", arg);
-		if (opts->ncomms >= LW_MAX_COMMS)
-			usage__fail("too many --comm names (at most 16): '%s'", arg);
-		memcpy(opts->comms[opts->ncomms], p, len);
-		opts->comms[opts->ncomms++][len] = '\0';
+		if (!len || len >= LW_COMM_LEN) {
+			fprintf(stderr, "loopwatch: invalid %s '%s': names of 1 to 15 characters, as "
+				"in /proc/PID/comm, separated by commas (see --help)\n", flag, arg);
+			exit(2);
+		}
+		if (*n >= LW_MAX_COMMS) {
+			fprintf(stderr, "loopwatch: too many %s names (at most 16): '%s' (see "
+				"--help)\n", flag, arg);
+			exit(2);
+		}
+		memcpy(names[*n], p, len);
+		names[(*n)++][len] = '\0';
 		p += len;
 	} while (*p++ == ',');
 }
@@ -274,25 +280,11 @@ static const char *const default_excludes[] = {
 
 static void excludes__add(struct options *opts, const char *arg)
 {
-	const char *p = arg;
-
 	if (!opts->excludes_given)
 		opts->nexcludes = 0;
 	opts->excludes_given = true;
-	if (!strcmp(arg, "none"))
-		return;
-	do {
-		size_t len = strcspn(p, ",");
-
-		if (!len || len >= LW_COMM_LEN)
-			usage__fail("invalid --exclude-comm '%s': names of 1 to 15 characters, "
-				    "as in /proc/PID/comm, separated by commas", arg);
-		if (opts->nexcludes >= LW_MAX_COMMS)
-			usage__fail("too many --exclude-comm names (at most 16): '%s'", arg);
-		memcpy(opts->excludes[opts->nexcludes], p, len);
-		opts->excludes[opts->nexcludes++][len] = '\0';
-		p += len;
-	} while (*p++ == ',');
+	if (strcmp(arg, "none"))
+		names__add(opts->excludes, &opts->nexcludes, arg, "--exclude-comm");
 }
 
 /* a cgroup named by path or service, resolved now: a typo is said at start */
@@ -322,7 +314,7 @@ static void option__apply(struct options *opts, int key, char *arg)
 		pids__add(opts, arg);
 		break;
 	case OPT_COMM:
-		comms__add(opts, arg);
+		names__add(opts->comms, &opts->ncomms, arg, "--comm");
 		break;
 	case OPT_EXCLUDE_COMM:
 		excludes__add(opts, arg);
