@@ -13,6 +13,7 @@ import urllib.request
 
 from lwtest import APPS_DIR, RootMounts, of_type, serve_traced, distro_root
 from test_node import function_ranges
+from test_node import tagged_lines as node_tagged_lines
 from test_python import PYENV, assert_chain, describe, find_frame, tagged_lines
 
 APP = "py_asyncio_stalls.py"
@@ -184,3 +185,44 @@ def test_debian_node_in_a_mount_namespace_names_routes_from_its_private_perf_map
     for b in waits:
         assert named(b["stack"], ("routeWait",)), [(f["func"], f.get("line"))
                                                    for f in b["stack"]]
+
+
+def test_debian_node_24_over_libnode_names_the_route_function(ctx):
+    """forky's node 24 in a chroot, no flags: V8's layout from libnode.so.137's .dynsym,
+    its builtins from the globals the process keeps them in (their symbols are
+    stripped). /spin's stalls hold JS frames walked in BPF and named from the heap:
+    routeSpin (or the spinInner it calls) at a tagged line, in the app's file."""
+    root = distro_root("forky")
+    tags, ranges = node_tagged_lines(), function_ranges()
+
+    def get(port, path):
+        return urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=30).read()
+
+    def drive(port):
+        get(port, "/spin?small=1")
+        time.sleep(1.0)
+        for _ in range(5):
+            get(port, "/spin")
+            time.sleep(0.2)
+
+    with RootMounts(root):
+        pid, _, lines, stderr = serve_traced(
+            ctx, ["chroot", root, "node", "/lwapps/" + NODE_APP], drive, "--threshold", 15,
+            seconds=5, with_stderr=True)
+    assert re.search(r"JavaScript frames walked \(V8 13\.", stderr), stderr
+    fns = ("routeSpin", "spinInner")
+    stalls = of_type(lines, "stall", pid=pid)
+    spins = [s for s in stalls if any(f["kind"] == "js" and f["func"] in fns
+                                      for st in s["stacks"] for f in st["frames"])]
+    assert len(spins) >= 4, [[(f["func"], f.get("line")) for f in st["frames"]][:12]
+                             for s in stalls[:3] for st in s["stacks"]]
+    exact = 0
+    for s in spins:
+        for st in s["stacks"]:
+            for f in st["frames"]:
+                if f["kind"] != "js" or f["func"] not in fns:
+                    continue
+                assert f["file"].endswith(NODE_APP) and \
+                    ranges[f["func"]][0] <= f["line"] <= ranges[f["func"]][1], f
+                exact += f["line"] in tags[f["func"]]
+    assert exact >= 4, "frames at a tagged line: %d" % exact
