@@ -19,12 +19,21 @@ from test_python import PYENV, assert_chain, describe, find_frame, tagged_lines
 APP = "py_asyncio_stalls.py"
 
 
-def check_asyncio_stalls(ctx, argv):
+def task_of(frames):
+    """The asyncio Task a stack names ("[asyncio task: NAME]"), or None."""
+    marks = [f["func"] for f in frames if f["func"].startswith("[asyncio task")]
+    return marks[0] if marks else None
+
+
+def check_asyncio_stalls(ctx, argv, tasks=False):
     """py_asyncio_stalls.py under argv: its stalls' CPU stacks hold busy_helper <
     inject < injector, its blocking futex calls block_helper < inject < injector,
-    each at the tagged line of the script."""
+    each at the tagged line of the script. tasks (3.14+): each also names the Task
+    that ran it, "stall-injector", and main_spin's the unnamed main Task, "Task-1";
+    without, none names a Task."""
     tags = tagged_lines(APP)
     pid, _, lines = serve_traced(ctx, argv, None, "--threshold", 20, seconds=4)
+    want = "[asyncio task: stall-injector]" if tasks else None
     stalls = of_type(lines, "stall", pid=pid)
     assert len(stalls) >= 5, [(s["duration_ms"], s["cause"]) for s in stalls]
     # the first may come before the process was set up at the loop's first wait
@@ -35,30 +44,39 @@ def check_asyncio_stalls(ctx, argv):
     for frames in cpu:
         assert_chain(frames, APP, tags, ["busy_helper", "inject", "injector"])
         assert not [f for f in frames if f["func"].startswith("[python:")], describe(frames)
+        assert task_of(frames) == want, describe(frames)
     blocks = [b for b in of_type(lines, "blocking_call", pid=pid)
               if b["syscall"] == "futex" and b["duration_ms"] >= 29]
     assert len(blocks) >= 4, [(b["syscall"], b["duration_ms"])
                               for b in of_type(lines, "blocking_call")]
     for b in blocks[1:]:
         assert_chain(b["stack"], APP, tags, ["block_helper", "inject", "injector"])
+        assert task_of(b["stack"]) == want, describe(b["stack"])
+    mains = [st["frames"] for s in stalls[1:] for st in s["stacks"]
+             if st["cause"] == "cpu" and find_frame(st["frames"], "main_spin")]
+    assert mains, "no CPU stack in main_spin"
+    for frames in mains:
+        assert_chain(frames, APP, tags, ["main_spin", "main"])
+        assert task_of(frames) == ("[asyncio task: Task-1]" if tasks else None), \
+            describe(frames)
 
 
-def check_in_root(ctx, suite, python):
+def check_in_root(ctx, suite, python, tasks=False):
     root = distro_root(suite)
     with RootMounts(root):
-        check_asyncio_stalls(ctx, ["chroot", root, python, "/lwapps/" + APP])
+        check_asyncio_stalls(ctx, ["chroot", root, python, "/lwapps/" + APP], tasks)
 
 
 def test_trixie_python_3_13_stalls_name_the_injecting_functions(ctx):
     check_in_root(ctx, "trixie", "python3.13")
 
 
-def test_forky_python_3_14_stalls_name_the_injecting_functions(ctx):
-    check_in_root(ctx, "forky", "python3.14")
+def test_forky_python_3_14_stalls_name_the_injecting_functions_and_task(ctx):
+    check_in_root(ctx, "forky", "python3.14", tasks=True)
 
 
-def test_forky_python_3_15_stalls_name_the_injecting_functions(ctx):
-    check_in_root(ctx, "forky", "python3.15")
+def test_forky_python_3_15_stalls_name_the_injecting_functions_and_task(ctx):
+    check_in_root(ctx, "forky", "python3.15", tasks=True)
 
 
 def test_pyenv_python_3_13_stalls_name_the_injecting_functions(ctx):

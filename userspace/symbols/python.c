@@ -53,6 +53,8 @@ struct py_layout {
 	__u32 co_firstlineno, co_filename, co_name, co_qualname, co_lines, co_code_adaptive;
 	/* sizeof(PyASCIIObject), sizeof(PyCompactUnicodeObject): where text starts */
 	__u32 str_ascii, str_compact;
+	/* 3.14+ with asyncio loaded: _PyThreadStateImpl.asyncio_running_task, TaskObj.task_name */
+	__u32 tstate_task, task_name;
 	enum pyline_format lines;
 	enum py_pos pos;
 };
@@ -178,6 +180,7 @@ static void layout__fill(const struct py_layout *l, struct lw_py_proc *p)
 	p->frame_is_entry = l->frame_is_entry;
 	p->is_entry_mask = l->frame_is_entry ? 1 : 0;
 	p->every_entry = l->every_entry;
+	p->tstate_task = l->tstate_task;
 	/* read only as far as the last field used: a frame may end its mapping */
 	ts = end__max(ts, l->tstate_next, 8);
 	ts = end__max(ts, l->tstate_thread_id, 8);
@@ -488,6 +491,72 @@ static bool debug_offsets__read(struct proc *p, uint64_t runtime, unsigned int v
 }
 
 /*
+ * 3.14+ publish the asyncio module's offsets too, in the section
+ * .AsyncioDebug of the file that holds _asyncio (built in, or
+ * lib-dynload/_asyncio.*.so once imported): _Py_AsyncioModuleDebugOffsets,
+ * {task_object{size, task_name, awaited_by, is_task, awaited_by_is_set,
+ * coro, node}, interpreter_state{size, tasks_head}, thread_state{size,
+ * running_loop, running_task, tasks_head}}. Static data: read from the file.
+ */
+#define ASYNCIO_SECTION ".AsyncioDebug"
+#define ASYNCIO_WORDS 13
+#define ASYNCIO_TASK_SIZE 0
+#define ASYNCIO_TASK_NAME 1
+#define ASYNCIO_TSTATE_SIZE 9
+#define ASYNCIO_RUNNING_TASK 11
+#define ASYNCIO_MAX_OFFSET 0x10000
+
+static bool asyncio__read_file(struct proc *p, const struct proc_mapping *m, struct py_layout *l)
+{
+	uint64_t w[ASYNCIO_WORDS];
+	struct elf_section sec;
+	struct elf_handle h;
+	struct stat st;
+	bool ok = false;
+	int fd = proc__open_mapping(p, m, &st);
+
+	if (fd < 0)
+		return false;
+	if (!elf__open_fd(&h, fd)) {
+		if (!elf__section(&h, ASYNCIO_SECTION, &sec) && sec.data &&
+		    sec.data->d_size >= sizeof(w)) {
+			memcpy(w, sec.data->d_buf, sizeof(w));
+			ok = w[ASYNCIO_TASK_NAME] + 8 <= w[ASYNCIO_TASK_SIZE] &&
+			     w[ASYNCIO_TASK_SIZE] < ASYNCIO_MAX_OFFSET &&
+			     w[ASYNCIO_RUNNING_TASK] + 8 <= w[ASYNCIO_TSTATE_SIZE] &&
+			     w[ASYNCIO_TSTATE_SIZE] < ASYNCIO_MAX_OFFSET;
+		}
+		elf__close(&h);
+	}
+	close(fd);
+	if (ok) {
+		l->task_name = (__u32)w[ASYNCIO_TASK_NAME];
+		l->tstate_task = (__u32)w[ASYNCIO_RUNNING_TASK];
+	}
+	return ok;
+}
+
+/* The running Task's offsets when the process has asyncio's (mod: the interpreter's file). */
+static void asyncio__find(struct proc *p, const struct proc_mapping *mod, struct py_layout *l)
+{
+	const struct proc_maps *maps;
+
+	if (asyncio__read_file(p, mod, l))
+		return;
+	/* imported since the maps were read, maybe: they are read again (once a process) */
+	maps = proc__maps(p, true);
+	for (size_t i = 0; maps && i < maps->n; i++) {
+		const struct proc_mapping *m = &maps->v[i];
+
+		if (m->type == PROC_MAP_FILE && m->offset == 0 &&
+		    !strncmp(proc_mapping__basename(m), "_asyncio.", 9)) {
+			asyncio__read_file(p, m, l);
+			return;
+		}
+	}
+}
+
+/*
  * What python__detect and python__symbolize both need of a process: the
  * layout (from the table for 3.8-3.12, from the target's own debug
  * offsets for 3.13+), where _PyRuntime is, and when there is no layout,
@@ -527,9 +596,13 @@ static int python__inspect(struct proc *p, struct py_layout *l, uint64_t *runtim
 		return PYTHON_UNSUPPORTED;
 	}
 	*runtime = pe.value[SYM_RUNTIME] + pe.bias;
-	if ((v & 0xff) >= 13)
-		return debug_offsets__read(p, *runtime, v, l, why, why_len) ? 0 :
-		       PYTHON_UNSUPPORTED;
+	if ((v & 0xff) >= 13) {
+		if (!debug_offsets__read(p, *runtime, v, l, why, why_len))
+			return PYTHON_UNSUPPORTED;
+		if ((v & 0xff) >= 14)
+			asyncio__find(p, mod, l);
+		return 0;
+	}
 	t = layout__find(v);
 	if (!t)
 		return PYTHON_UNSUPPORTED;
@@ -909,6 +982,37 @@ static int64_t code__position(const struct py_layout *l, uint64_t addr, uint64_t
 	return -1;
 }
 
+#define PY_LONG_TAG	0x10	/* PyLongObject.long_value.lv_tag (3.12+) */
+#define PY_LONG_DIGITS	0x18	/* long_value.ob_digit: 30-bit digits */
+
+/*
+ * A Task's name as asyncio shows it: its str, or "Task-N" for the number
+ * an unnamed Task keeps until its name is asked for (3.14+).
+ */
+static bool py_task__name(struct proc *p, const struct py_layout *l, uint64_t task, char *out,
+			  size_t len)
+{
+	uint64_t name, type, tp_name, tag;
+	uint32_t digits[2] = { 0 };
+	char tbuf[8];
+
+	if (!proc__read(p, task + l->task_name, &name, sizeof(name)) ||
+	    !proc__read(p, name + PY_OB_TYPE, &type, sizeof(type)) ||
+	    !proc__read(p, type + PY_TP_NAME, &tp_name, sizeof(tp_name)) ||
+	    !proc__read(p, tp_name, tbuf, sizeof(tbuf)))
+		return false;
+	if (!memcmp(tbuf, "str", 4))
+		return py_str__read(p, l, name, out, len, false);
+	/* a compact int of at most two digits, positive: lv_tag = ndigits << 3 | sign */
+	if (memcmp(tbuf, "int", 4) || !proc__read(p, name + PY_LONG_TAG, &tag, sizeof(tag)) ||
+	    (tag & 3) != 0 || (tag >> 3) == 0 || (tag >> 3) > 2 ||
+	    !proc__read(p, name + PY_LONG_DIGITS, digits, 4 * (tag >> 3)))
+		return false;
+	snprintf(out, len, "Task-%llu",
+		 (unsigned long long)digits[0] | (unsigned long long)digits[1] << 30);
+	return true;
+}
+
 /*
  * The layout a stack of this version is decoded with: the table's before
  * 3.13, the process's own after (why says what is wrong when it has none).
@@ -1005,6 +1109,16 @@ int python__symbolize(struct python_syms *ps, struct proc *p, const struct lw_py
 			free(uncached->lines);
 			free(uncached);
 		}
+	}
+	if (st->task && l->task_name && n < max) {
+		char name[64];
+
+		/* the outermost: the Task runs the whole stack above */
+		if (py_task__name(p, l, st->task, name, sizeof(name)))
+			snprintf(buf, sizeof(buf), "[asyncio task: %s]", name);
+		else
+			snprintf(buf, sizeof(buf), "[asyncio task: unreadable]");
+		frame__marker(&out[n++], FRAME_PYTHON, buf);
 	}
 	if ((st->flags & LW_PY_STACK_TRUNCATED) && n < max)
 		frame__marker(&out[n++], FRAME_PYTHON, "[python: truncated]");

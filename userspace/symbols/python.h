@@ -50,7 +50,9 @@ void python__forget_pid(struct python_syms *ps, int pid);
  * code object. offset is PYTHON_FRAME_ENTRY on the outermost frame of each
  * C-level eval call, for python__splice. A frame that cannot be read
  * becomes "[python: unreadable]", an unsupported version one
- * "[python: unsupported 2.7]" frame. Returns the number of frames (<= max).
+ * "[python: unsupported 2.7]" frame (": why" when known). 3.14+: the asyncio
+ * Task that ran the stack follows its outermost frame, "[asyncio task: NAME]".
+ * Returns the number of frames (<= max).
  */
 #define PYTHON_FRAME_ENTRY 1
 int python__symbolize(struct python_syms *ps, struct proc *p, const struct lw_py_stack *st,
