@@ -159,16 +159,6 @@ static bool mapping__same_file(const struct proc_mapping *a, const struct proc_m
 }
 
 /*
- * Where this process runs V8 code: the builtins as loaded with the binary
- * (from the load bias), their copy in the code range (V8 remaps them next to
- * the JIT code for short calls: an executable mapping of the binary's blob
- * pages at an address its own layout does not put them), and the code
- * range itself: the run of anonymous mappings (reserved, committed, rwx)
- * around its executable pages. pcs only ever point into executable memory,
- * so the non-executable parts of the run cost nothing; a file-backed
- * executable mapping inside would, and ends the run.
- */
-/*
  * The builtins where their symbols are stripped: the process's own record
  * of them (v8meta.h: blob_code_at), which must lie in executable code of
  * the binary. The file offset they sit at, for the remap search.
@@ -178,9 +168,12 @@ static bool v8_target__blob_at_runtime(struct v8_target *t, struct proc *p,
 				       const struct proc_mapping *mod, const struct v8_meta *meta,
 				       uint64_t *blob_off)
 {
+	/* {pointer, size} of blob_code_at/blob_size_at: as parsed first, then the others */
+	static const int pairs[4][2] = { { 0, 0 }, { 0, 1 }, { 1, 1 }, { 1, 0 } };
+
 	for (int k = 0; k < 4; k++) {
-		/* the code pointer and size as parsed, then the other size, the other pair */
-		uint64_t code_at = meta->blob_code_at[k >> 1], size_at = meta->blob_size_at[(k ^ (k >> 1)) & 1];
+		uint64_t code_at = meta->blob_code_at[pairs[k][0]];
+		uint64_t size_at = meta->blob_size_at[pairs[k][1]];
 		uint64_t code = 0;
 		uint32_t size = 0;
 
@@ -202,6 +195,16 @@ static bool v8_target__blob_at_runtime(struct v8_target *t, struct proc *p,
 	return false;
 }
 
+/*
+ * Where this process runs V8 code: the builtins as loaded with the binary
+ * (from the load bias), their copy in the code range (V8 remaps them next to
+ * the JIT code for short calls: an executable mapping of the binary's blob
+ * pages at an address its own layout does not put them), and the code
+ * range itself: the run of anonymous mappings (reserved, committed, rwx)
+ * around its executable pages. pcs only ever point into executable memory,
+ * so the non-executable parts of the run cost nothing; a file-backed
+ * executable mapping inside would, and ends the run.
+ */
 static bool v8_target__layout(struct v8_target *t, struct proc *p, const struct proc_maps *maps,
 			      const struct proc_mapping *mod, const struct v8_meta *meta)
 {

@@ -537,7 +537,8 @@ static bool code__getter(const struct elf_handle *h, uint64_t fn, uint64_t *at, 
  * current_embedded_blob_{code,code_size,data,data_size}_. Arguments are
  * evaluated right to left by GCC (seen in Debian's libnode.so.137: data
  * size, data, code size, code): the last pointer and size are the code's,
- * the other pair is kept for attach to try when those do not fit.
+ * the other pair is kept for attach to try when those do not fit. The scan
+ * ends at the first ret byte, wherever it is: too early only fails.
  */
 static bool code__parse_blob_globals(struct load_ctx *c)
 {
