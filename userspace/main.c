@@ -214,6 +214,7 @@ static void config__from_options(struct sink_config *cfg, const struct options *
 	cfg->folded_merge = opts->folded_merge;
 	cfg->trace = opts->trace;
 	cfg->report = opts->report;
+	cfg->pprof = opts->pprof;
 	cfg->threshold_ms = opts->threshold_ms;
 	cfg->listen = opts->listen;
 	cfg->prom_stale_s = opts->prom_stale_s;

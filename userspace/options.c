@@ -61,6 +61,7 @@ enum {
 	OPT_KUBELET_LOGS,
 	OPT_UNWIND_MB,
 	OPT_RING_BUFFER,
+	OPT_PPROF,
 };
 
 static const struct option long_options[] = {
@@ -98,6 +99,7 @@ static const struct option long_options[] = {
 	{ "report", required_argument, NULL, OPT_REPORT },
 	{ "unwind-mb", required_argument, NULL, OPT_UNWIND_MB },
 	{ "ring-buffer", required_argument, NULL, OPT_RING_BUFFER },
+	{ "pprof", required_argument, NULL, OPT_PPROF },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ "help", no_argument, NULL, 'h' },
@@ -142,6 +144,8 @@ static const char options_help[] =
 "      --trace FILE        Chrome Trace Event JSON (Perfetto, chrome://tracing) of the\n"
 "                          last 10 minutes: stalls, blocking and probed calls per thread\n"
 "      --report FILE       a Markdown diagnosis per process: lag, causes, advice\n"
+"      --pprof FILE        stall time as a gzip'd pprof profile (go tool pprof, Pyroscope,\n"
+"                          Parca): samples by cause, labels pid, thread, service, cause\n"
 "\n"
 "ALERTS:\n"
 "      --alert-ms MS       a stall over MS on a watched loop is an alert (default 10),\n"
@@ -517,6 +521,9 @@ static void option__apply(struct options *opts, int key, char *arg)
 		break;
 	case OPT_REPORT:
 		opts->report = path__check(arg, "--report");
+		break;
+	case OPT_PPROF:
+		opts->pprof = path__check(arg, "--pprof");
 		break;
 	case OPT_UNWIND_MB:
 		opts->unwind_mb = mb__parse(arg, "--unwind-mb", 0, 4096);

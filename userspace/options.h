@@ -61,6 +61,9 @@ struct options {
 	bool no_builtin_probes;
 	bool list_probes;
 	double probe_threshold_ms;
+
+	/* where users' telemetry lives (docs/telemetry.md) */
+	const char *pprof;	/* stall time as a pprof profile, written like --folded */
 };
 
 /* Parses argv into opts; on bad input prints one line and exits with status 2. */

@@ -265,27 +265,11 @@ static void strbuf__label_u32(struct strbuf *sb, const char *name, __u32 value)
 static void strbuf__service(struct strbuf *sb, const struct cgroup_identity *id,
 			    const struct k8s_names *k8s)
 {
-	char name[sizeof(k8s->ns) + sizeof(k8s->container) + 1];
+	char name[CGROUP_SERVICE_LEN];
 
-	switch (id->kind) {
-	case CGROUP_K8S:
-		if (k8s && k8s->ns[0] && k8s->container[0]) {
-			snprintf(name, sizeof(name), "%s/%s", k8s->ns, k8s->container);
-			strbuf__label(sb, "service", name);
-		} else {
-			strbuf__label(sb, "service", id->pod_uid);
-		}
-		break;
-	case CGROUP_CONTAINER:
-		snprintf(name, sizeof(name), "container-%.12s", id->container_id);
+	cgroup__service(id, k8s, name, sizeof(name));
+	if (name[0])
 		strbuf__label(sb, "service", name);
-		break;
-	case CGROUP_SYSTEMD:
-		strbuf__label(sb, "service", id->unit);
-		break;
-	case CGROUP_NONE:
-		break;
-	}
 }
 
 /*

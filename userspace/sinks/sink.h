@@ -31,6 +31,7 @@ struct sink_config {
 	bool folded_merge;
 	const char *trace;
 	const char *report;
+	const char *pprof;	/* stall time as a pprof profile */
 	double threshold_ms;	/* --threshold: the lag target the report measures against */
 
 	/* Prometheus: the textfile, the scrape endpoint, the registry both render */
