@@ -215,6 +215,9 @@ static void config__from_options(struct sink_config *cfg, const struct options *
 	cfg->trace = opts->trace;
 	cfg->report = opts->report;
 	cfg->pprof = opts->pprof;
+	cfg->otlp = opts->otlp;
+	cfg->otlp_interval_s = opts->otlp_interval_s;
+	cfg->otlp_queue_bytes = (size_t)opts->otlp_queue_kb * 1024;
 	cfg->threshold_ms = opts->threshold_ms;
 	cfg->listen = opts->listen;
 	cfg->prom_stale_s = opts->prom_stale_s;

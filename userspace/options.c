@@ -62,6 +62,9 @@ enum {
 	OPT_UNWIND_MB,
 	OPT_RING_BUFFER,
 	OPT_PPROF,
+	OPT_OTLP,
+	OPT_OTLP_INTERVAL,
+	OPT_OTLP_QUEUE,
 };
 
 static const struct option long_options[] = {
@@ -100,6 +103,9 @@ static const struct option long_options[] = {
 	{ "unwind-mb", required_argument, NULL, OPT_UNWIND_MB },
 	{ "ring-buffer", required_argument, NULL, OPT_RING_BUFFER },
 	{ "pprof", required_argument, NULL, OPT_PPROF },
+	{ "otlp", required_argument, NULL, OPT_OTLP },
+	{ "otlp-interval", required_argument, NULL, OPT_OTLP_INTERVAL },
+	{ "otlp-queue", required_argument, NULL, OPT_OTLP_QUEUE },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ "help", no_argument, NULL, 'h' },
@@ -146,6 +152,15 @@ static const char options_help[] =
 "      --report FILE       a Markdown diagnosis per process: lag, causes, advice\n"
 "      --pprof FILE        stall time as a gzip'd pprof profile (go tool pprof, Pyroscope,\n"
 "                          Parca): samples by cause, labels pid, thread, service, cause\n"
+"\n"
+"OPENTELEMETRY:\n"
+"      --otlp URL          push metrics (lag as an exponential histogram) and stalls as\n"
+"                          log records over OTLP/HTTP protobuf to URL/v1/metrics and\n"
+"                          URL/v1/logs: http://HOST[:PORT][/PREFIX], e.g. a Collector's\n"
+"                          http://127.0.0.1:4318 (docs/telemetry.md)\n"
+"      --otlp-interval SECONDS  push metrics every SECONDS (default 10)\n"
+"      --otlp-queue KB     requests kept while the receiver is down or slow, the oldest\n"
+"                          dropped (and counted) past it (default 8192)\n"
 "\n"
 "ALERTS:\n"
 "      --alert-ms MS       a stall over MS on a watched loop is an alert (default 10),\n"
@@ -525,6 +540,17 @@ static void option__apply(struct options *opts, int key, char *arg)
 	case OPT_PPROF:
 		opts->pprof = path__check(arg, "--pprof");
 		break;
+	case OPT_OTLP:
+		opts->otlp = arg;
+		break;
+	case OPT_OTLP_INTERVAL:
+		opts->otlp_interval_s = seconds__parse(arg, "--otlp-interval", 0.1, 86400);
+		break;
+	case OPT_OTLP_QUEUE:
+		opts->otlp_queue_kb = (int)count__parse(arg, "--otlp-queue", 1024 * 1024);
+		if (!opts->otlp_queue_kb)
+			usage__fail("%s must be at least 1", "--otlp-queue");
+		break;
 	case OPT_UNWIND_MB:
 		opts->unwind_mb = mb__parse(arg, "--unwind-mb", 0, 4096);
 		break;
@@ -550,6 +576,8 @@ void options__parse(struct options *opts, int argc, char **argv)
 	memset(opts, 0, sizeof(*opts));
 	opts->interval_s = 1.0;
 	opts->prom_interval_s = 15.0;
+	opts->otlp_interval_s = 10.0;
+	opts->otlp_queue_kb = 8192;
 	opts->prom_stale_s = 300.0;
 	opts->prom_max_series = 10000;
 	opts->prom_min_iterations = 10;

@@ -64,6 +64,9 @@ struct options {
 
 	/* where users' telemetry lives (docs/telemetry.md) */
 	const char *pprof;	/* stall time as a pprof profile, written like --folded */
+	const char *otlp;	/* OTLP/HTTP receiver: http://HOST[:PORT][/PREFIX] */
+	double otlp_interval_s;	/* metrics pushed every this long (default 10) */
+	int otlp_queue_kb;	/* encoded requests waiting to be sent, at most */
 };
 
 /* Parses argv into opts; on bad input prints one line and exits with status 2. */

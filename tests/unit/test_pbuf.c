@@ -48,6 +48,11 @@ static void test_guide_examples(void)
 	CHECK(bytes__eq(&b, "\x08\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 11), "len %zu",
 	      b.len);
 	pbuf__reset(&b);
+	/* sint32 -1 and 1: zigzag 1 and 2 */
+	pbuf__sint(&b, 1, -1);
+	pbuf__sint(&b, 2, 1);
+	CHECK(bytes__eq(&b, "\x08\x01\x10\x02", 4), "len %zu", b.len);
+	pbuf__reset(&b);
 	pbuf__double(&b, 1, 1.0);
 	CHECK(bytes__eq(&b, "\x09\x00\x00\x00\x00\x00\x00\xf0\x3f", 9), "len %zu", b.len);
 	pbuf__free(&b);

@@ -75,6 +75,11 @@ void pbuf__uint(struct pbuf *b, unsigned int field, uint64_t v)
 	pbuf__varint(b, v);
 }
 
+void pbuf__sint(struct pbuf *b, unsigned int field, int64_t v)
+{
+	pbuf__uint(b, field, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
+
 void pbuf__fixed64(struct pbuf *b, unsigned int field, uint64_t v)
 {
 	pbuf__tag(b, field, WIRE_I64);

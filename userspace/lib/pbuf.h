@@ -29,6 +29,8 @@ void pbuf__reset(struct pbuf *b);
 void pbuf__varint(struct pbuf *b, uint64_t v);
 /* field = varint (uint32/64, int64 as two's complement, bool, enum) */
 void pbuf__uint(struct pbuf *b, unsigned int field, uint64_t v);
+/* field = sint32/sint64 (zigzag: small negative numbers stay short) */
+void pbuf__sint(struct pbuf *b, unsigned int field, int64_t v);
 /* field = fixed64 / double (wire type 1) */
 void pbuf__fixed64(struct pbuf *b, unsigned int field, uint64_t v);
 void pbuf__double(struct pbuf *b, unsigned int field, double v);

@@ -1016,6 +1016,15 @@ static void family__self_outputs(FILE *out, const struct prom_registry *sp)
 		{ PROM_SELF_CONNS_DROPPED, "loopwatch_scrape_connections_dropped_total",
 		  "Connections to --listen closed unanswered or cut: too slow, too many at "
 		  "once, or not a request." },
+		{ PROM_SELF_OTLP_SENT, "loopwatch_otlp_requests_sent_total",
+		  "OTLP requests (--otlp) the receiver accepted." },
+		{ PROM_SELF_OTLP_DROPPED, "loopwatch_otlp_requests_dropped_total",
+		  "OTLP requests dropped: the queue was full (the receiver down or slow)." },
+		{ PROM_SELF_OTLP_REFUSED, "loopwatch_otlp_requests_refused_total",
+		  "OTLP requests the receiver refused (HTTP 4xx)." },
+		{ PROM_SELF_OTLP_RETRIED, "loopwatch_otlp_requests_retried_total",
+		  "OTLP request attempts that failed (no connection, timeout, 429, 5xx) and "
+		  "were retried." },
 	};
 
 	family__header(out, "loopwatch_series", "gauge", "Series in this exposition.");

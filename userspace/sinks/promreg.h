@@ -35,6 +35,10 @@ enum prom_self {
 	PROM_SELF_WRITE_ERRORS,		/* textfile writes that failed */
 	PROM_SELF_SCRAPES,		/* /metrics requests answered */
 	PROM_SELF_CONNS_DROPPED,	/* scrape connections closed: too slow, too many, bad */
+	PROM_SELF_OTLP_SENT,		/* --otlp requests the receiver accepted */
+	PROM_SELF_OTLP_DROPPED,		/* --otlp requests dropped: queue full */
+	PROM_SELF_OTLP_REFUSED,		/* --otlp requests refused (HTTP 4xx) */
+	PROM_SELF_OTLP_RETRIED,		/* --otlp attempts that failed and were retried */
 	PROM_SELF_N,
 };
 

@@ -42,6 +42,11 @@ struct sink_config {
 	double prom_stale_s;
 	size_t prom_max_series;
 	__u64 prom_min_iterations;
+
+	/* OTLP/HTTP: metrics every otlp_interval_s, events as log records */
+	const char *otlp;	/* http://HOST[:PORT][/PREFIX]; NULL: none */
+	double otlp_interval_s;
+	size_t otlp_queue_bytes;
 };
 
 struct sink;
