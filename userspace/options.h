@@ -67,6 +67,7 @@ struct options {
 	const char *otlp;	/* OTLP/HTTP receiver: http://HOST[:PORT][/PREFIX] */
 	double otlp_interval_s;	/* metrics pushed every this long (default 10) */
 	int otlp_queue_kb;	/* encoded requests waiting to be sent, at most */
+	bool prom_native;	/* native histograms in the protobuf exposition */
 };
 
 /* Parses argv into opts; on bad input prints one line and exits with status 2. */

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <math.h>
 #include "lib/hist.h"
 
 void hist__diff(struct lw_hist *dst, const struct lw_hist *a, const struct lw_hist *b)
@@ -77,4 +78,26 @@ __u64 hist__count_le(const struct lw_hist *h, __u64 le_ns)
 		n += h->counts[i];
 	}
 	return n;
+}
+
+int hist__exp_slot(unsigned int b)
+{
+	__u64 lo, hi;
+	double mid;
+	int i;
+
+	if (b >= LW_HIST_BUCKETS)
+		b = LW_HIST_BUCKETS - 1;
+	lo = lw_hist_lower(b);
+	hi = lw_hist_upper(b);
+	/* the open-ended last bucket: its lower bound */
+	mid = b + 1 < LW_HIST_BUCKETS ? ((double)lo + (double)(hi - 1)) / 2 : (double)lo;
+	if (mid <= 0)
+		return -1;
+	i = (int)ceil(log2(mid / 1e9) * (1 << HIST_EXP_SCALE)) - 1;
+	if (i < HIST_EXP_MIN)
+		i = HIST_EXP_MIN;
+	if (i >= HIST_EXP_MIN + HIST_EXP_N)
+		i = HIST_EXP_MIN + HIST_EXP_N - 1;
+	return i - HIST_EXP_MIN;
 }

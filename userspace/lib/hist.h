@@ -29,4 +29,19 @@ void hist__summarize(const struct lw_hist *h, __u64 max_ns, struct lag_summary *
 /* Observations <= le_ns: whole buckets whose values all are <= le_ns. */
 __u64 hist__count_le(const struct lw_hist *h, __u64 le_ns);
 
+/*
+ * The same histogram as an exponential one, as OpenTelemetry and Prometheus's
+ * native histograms have it, in seconds: at scale 5, bucket i holds
+ * (2^(i/32), 2^((i+1)/32)], 2.2 % wide. Each of the kernel's buckets is
+ * counted whole in the one that holds its midpoint (the value hist__percentile
+ * gives it), so the two agree to within a bucket. An array of HIST_EXP_N
+ * counts covers index HIST_EXP_MIN (below a nanosecond) to past the kernel's
+ * top bucket.
+ */
+#define HIST_EXP_SCALE 5
+#define HIST_EXP_MIN (-31 * (1 << HIST_EXP_SCALE))
+#define HIST_EXP_N (38 * (1 << HIST_EXP_SCALE))
+/* Kernel bucket b's slot in such an array (index HIST_EXP_MIN + slot); -1: value 0. */
+int hist__exp_slot(unsigned int b);
+
 #endif

@@ -18,12 +18,12 @@
  * and stack. Encoding happens here, on the main loop, from the model; the
  * network is otlpsend.c's thread, behind a bounded queue.
  */
-#include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "lib/clock.h"
+#include "lib/hist.h"
 #include "lib/pbuf.h"
 #include "model/attribution.h"
 #include "sinks/otlpsend.h"
@@ -41,10 +41,6 @@
 #define OTLP_MAX_LOGS 2000
 /* a process gone this long is sent no more */
 #define OTLP_PROC_KEEP_S 120.0
-#define OTLP_SCALE 5
-/* exponential bucket indexes cover 2^-31 s (below a ns) .. 2^7 s (past the kernel's top) */
-#define OTLP_EXP_MIN (-31 * (1 << OTLP_SCALE))
-#define OTLP_EXP_N ((7 + 31) << OTLP_SCALE)
 #define OTLP_STACK_LEN 4096
 
 /* What one process has counted since it was first seen: all monotonic. */
@@ -59,7 +55,7 @@ struct otlp_proc {
 	double unseen_since;	/* CLOCK_MONOTONIC; 0 while a thread of it is in the model */
 	__u64 iterations, stalls, busy_ns, blocked_ns, runq_ns;
 	__u64 zero_count;
-	__u64 exp[OTLP_EXP_N];	/* index i: OTLP_EXP_MIN + i */
+	__u64 exp[HIST_EXP_N];	/* index i: HIST_EXP_MIN + i */
 };
 
 /* A loop thread's counters as last folded into its process. */
@@ -110,26 +106,10 @@ static bool otlp__wanted(const struct sink_config *cfg)
 	return cfg->otlp != NULL;
 }
 
-/* The exponential bucket (upper bound inclusive) of each kernel bucket's midpoint. */
 static void exp_index__init(int *idx)
 {
-	for (unsigned int b = 0; b < LW_HIST_BUCKETS; b++) {
-		__u64 lo = lw_hist_lower(b), hi = lw_hist_upper(b);
-		double mid = b + 1 < LW_HIST_BUCKETS ? ((double)lo + (double)(hi - 1)) / 2 :
-			     (double)lo;
-		int i;
-
-		if (mid <= 0) {
-			idx[b] = -1;
-			continue;
-		}
-		i = (int)ceil(log2(mid / 1e9) * (1 << OTLP_SCALE)) - 1;
-		if (i < OTLP_EXP_MIN)
-			i = OTLP_EXP_MIN;
-		if (i >= OTLP_EXP_MIN + OTLP_EXP_N)
-			i = OTLP_EXP_MIN + OTLP_EXP_N - 1;
-		idx[b] = i - OTLP_EXP_MIN;
-	}
+	for (unsigned int b = 0; b < LW_HIST_BUCKETS; b++)
+		idx[b] = hist__exp_slot(b);
 }
 
 static int otlp__open(struct sink *s, const struct sink_config *cfg, char *err, size_t errlen)
@@ -401,7 +381,7 @@ static void metric__lag(struct pbuf *b, const struct otlp_proc *p, __u64 now_ns)
 	int first = -1, last = -1;
 	__u64 count = p->zero_count;
 
-	for (int i = 0; i < OTLP_EXP_N; i++) {
+	for (int i = 0; i < HIST_EXP_N; i++) {
 		if (!p->exp[i])
 			continue;
 		if (first < 0)
@@ -414,11 +394,11 @@ static void metric__lag(struct pbuf *b, const struct otlp_proc *p, __u64 now_ns)
 	pbuf__fixed64(b, 3, now_ns);
 	pbuf__fixed64(b, 4, count);
 	pbuf__double(b, 5, (double)p->busy_ns / 1e9);
-	pbuf__sint(b, 6, OTLP_SCALE);
+	pbuf__sint(b, 6, HIST_EXP_SCALE);
 	pbuf__fixed64(b, 7, p->zero_count);
 	if (first >= 0) {
 		buckets = pbuf__begin(b, 8);
-		pbuf__sint(b, 1, OTLP_EXP_MIN + first);
+		pbuf__sint(b, 1, HIST_EXP_MIN + first);
 		packed = pbuf__begin(b, 2);
 		for (int i = first; i <= last; i++)
 			pbuf__varint(b, p->exp[i]);

@@ -74,6 +74,11 @@ struct prom_series {
 	__u64 busy_now_ns;		/* the oldest current iteration of its live threads */
 	double dead_since;		/* when live fell to 0; < 0 while alive */
 	bool doomed;			/* goes at the end of this fold */
+	/*
+	 * --prom-native, loop series: the histogram's exponential buckets
+	 * (lib/hist.h), HIST_EXP_N then the zero bucket; counted like total
+	 */
+	__u64 *native;
 	struct prom_series *hash_next;
 };
 
@@ -95,6 +100,7 @@ struct prom_source {
 	bool dropped;		/* its series went after the staleness window */
 	bool capped;		/* found no room under the series cap (counted once) */
 	__u64 busy_now_ns;	/* a loop thread's current iteration, 0 while it waits */
+	__u64 *native_last;	/* --prom-native: its histogram as last folded (LW_HIST_BUCKETS) */
 	struct prom_source *hash_next;
 };
 
@@ -486,6 +492,55 @@ static void source__fold(struct prom_registry *sp, struct prom_source *ps, const
 	ps->last = *now;
 }
 
+/*
+ * The series' native buckets grow by what the thread's histogram grew since
+ * the last fold, in whichever series it counts in now: the same counts as
+ * the classic buckets (a record made afresh counts from zero, a new series
+ * from here on), so count and sum are shared by both.
+ */
+static void native__fold(struct prom_source *ps, const struct loop_thread *t)
+{
+	const __u64 *now = t->snap.busy_hist.counts;
+	bool restarted = false;
+
+	if (!ps->series)
+		return;
+	if (!ps->series->native &&
+	    !(ps->series->native = calloc(HIST_EXP_N + 1, sizeof(__u64))))
+		return;
+	if (!ps->native_last && !(ps->native_last = calloc(LW_HIST_BUCKETS, sizeof(__u64))))
+		return;
+	for (unsigned int b = 0; b < LW_HIST_BUCKETS && !restarted; b++)
+		restarted = now[b] < ps->native_last[b];
+	if (restarted)
+		memset(ps->native_last, 0, LW_HIST_BUCKETS * sizeof(__u64));
+	for (unsigned int b = 0; b < LW_HIST_BUCKETS; b++) {
+		int slot;
+
+		if (now[b] == ps->native_last[b])
+			continue;
+		slot = hist__exp_slot(b);
+		ps->series->native[slot < 0 ? HIST_EXP_N : slot] += now[b] - ps->native_last[b];
+		ps->native_last[b] = now[b];
+	}
+}
+
+const __u64 *prom_registry__native(const struct prom_registry *sp, const char *labels)
+{
+	unsigned int h = str__hash(labels);
+
+	for (const struct prom_series *s = sp->series[h]; s; s = s->hash_next) {
+		if (s->kind == PROM_LOOP && !strcmp(s->labels, labels))
+			return s->native;
+	}
+	return NULL;
+}
+
+bool prom_registry__has_native(const struct prom_registry *sp)
+{
+	return sp->opts.native;
+}
+
 static void thread__fold(struct prom_registry *sp, const struct loop_thread *t)
 {
 	char labels[PROM_LABELS_LEN];
@@ -497,6 +552,8 @@ static void thread__fold(struct prom_registry *sp, const struct loop_thread *t)
 	labels__build(labels, sizeof(labels), t, sp->opts.per_pid);
 	counts__from_thread(&now, t);
 	source__fold(sp, ps, labels, &now, t->exited);
+	if (sp->opts.native)
+		native__fold(ps, t);
 	ps->busy_now_ns = t->busy_now_ns;
 }
 
@@ -660,6 +717,7 @@ static void source__free_unseen(struct prom_registry *sp)
 			 */
 			source__retire(ps);
 			*pp = ps->hash_next;
+			free(ps->native_last);
 			free(ps);
 		}
 	}
@@ -777,6 +835,7 @@ static void series__expire(struct prom_registry *sp, double now_s)
 			}
 			*pp = s->hash_next;
 			free(s->labels);
+			free(s->native);
 			free(s);
 			sp->nseries--;
 		}
@@ -1124,6 +1183,7 @@ void prom_options__from_config(struct prom_options *opts, const struct sink_conf
 	opts->stale_s = cfg->prom_stale_s;
 	opts->max_series = cfg->prom_max_series;
 	opts->min_iterations = cfg->prom_min_iterations;
+	opts->native = cfg->prom_native;
 }
 
 void prom_registry__count(struct prom_registry *sp, enum prom_self what, __u64 n)
@@ -1212,6 +1272,7 @@ void prom_registry__free(struct prom_registry *sp)
 			struct prom_source *ps = sp->sources[h];
 
 			sp->sources[h] = ps->hash_next;
+			free(ps->native_last);
 			free(ps);
 		}
 		while (sp->series[h]) {
@@ -1219,6 +1280,7 @@ void prom_registry__free(struct prom_registry *sp)
 
 			sp->series[h] = s->hash_next;
 			free(s->labels);
+			free(s->native);
 			free(s);
 		}
 	}
