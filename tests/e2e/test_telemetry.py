@@ -91,6 +91,28 @@ def test_pprof_traces_carry_the_labels_and_the_callers(ctx):
     os.unlink(profile)
 
 
+def test_pprof_python_frames_carry_file_and_line(ctx):
+    """Debian's python3 blocking its asyncio loop in time.sleep from a helper: the
+    profile's Python locations name the script and the tagged lines."""
+    from lwtest import APPS_DIR, line_requests, serve_traced
+    app = os.path.realpath(os.path.join(APPS_DIR, "py_sleep_server.py"))
+    tags = {}
+    with open(app) as f:
+        for n, line in enumerate(f, 1):
+            m = re.search(r"# @(\S+)\s*$", line)
+            if m:
+                tags[m.group(1)] = n
+    profile = tmpfile(".pb.gz")
+    serve_traced(ctx, ["/usr/bin/python3", app], lambda port: line_requests(port, 7),
+                 "--pprof", profile, seconds=4)
+    out = go_pprof("-top", "-lines", "-nodecount=100000", "-nodefraction=0", profile)
+    os.unlink(profile)
+    for func in ("blocking_helper", "handle"):
+        want = "%s %s:%d" % (func, app, tags[func])
+        assert any(line.rstrip().endswith(want) for line in out.splitlines()), \
+            "%s not in go tool pprof -top -lines:\n%s" % (want, out[:4000])
+
+
 # --- OTLP -------------------------------------------------------------------------------
 # Debian's Prometheus 3.5 is built without its OTLP receiver (debian/changelog: "Disable
 # OTLP Ingestion endpoint ... until golang-opentelemetry-collector is in Debian"): the
