@@ -25,6 +25,7 @@
 #include "lib/clock.h"
 #include "lib/hist.h"
 #include "lib/pbuf.h"
+#include "lib/text.h"
 #include "model/attribution.h"
 #include "sinks/otlpsend.h"
 #include "sinks/promreg.h"
@@ -272,6 +273,12 @@ static void otlp__update(struct otlp *o, const struct model *m, double now)
 	o->events_dropped = m->events_dropped;
 }
 
+/* A string of a traced process's: a copy cut mid-sequence loses the cut sequence. */
+static void pbuf__text(struct pbuf *b, unsigned int field, const char *s)
+{
+	pbuf__bytes(b, field, s, utf8__valid_prefix(s));
+}
+
 /* KeyValue with a string, an int or a double AnyValue */
 static void kv__str(struct pbuf *b, unsigned int field, const char *key, const char *value)
 {
@@ -282,7 +289,7 @@ static void kv__str(struct pbuf *b, unsigned int field, const char *key, const c
 	kv = pbuf__begin(b, field);
 	pbuf__string(b, 1, key);
 	any = pbuf__begin(b, 2);
-	pbuf__string(b, 1, value);
+	pbuf__text(b, 1, value);
 	pbuf__end(b, any);
 	pbuf__end(b, kv);
 }
@@ -520,7 +527,7 @@ static void log__put(struct pbuf *b, const struct otlp_log *l)
 			 l->event, l->duration_ms, l->oncpu_ms, l->blocked_ms, l->runq_ms,
 			 l->culprit);
 	any = pbuf__begin(b, 5);
-	pbuf__string(b, 1, body);
+	pbuf__text(b, 1, body);
 	pbuf__end(b, any);
 	kv__str(b, 6, "loopwatch.event", l->event);
 	kv__double(b, 6, "loopwatch.duration_ms", l->duration_ms);

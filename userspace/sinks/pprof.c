@@ -20,6 +20,7 @@
 #include <zlib.h>
 #include "lib/clock.h"
 #include "lib/pbuf.h"
+#include "lib/text.h"
 #include "model/attribution.h"
 #include "sinks/outfile.h"
 #include "sinks/sink.h"
@@ -134,7 +135,8 @@ static struct pentry *ptable__get(struct ptable *t, const void *key, size_t len,
 /* A string's index in the string table; 0 (the empty string) when there is no room. */
 static __u64 pprof__str(struct pprof *pp, const char *s)
 {
-	struct pentry *e = s[0] ? ptable__get(&pp->strings, s, strlen(s), false) : NULL;
+	size_t n = utf8__valid_prefix(s);	/* a name cut mid-sequence is still UTF-8 */
+	struct pentry *e = n ? ptable__get(&pp->strings, s, n, false) : NULL;
 
 	return e ? e->id : 0;
 }

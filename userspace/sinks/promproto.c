@@ -13,6 +13,7 @@
 #include <string.h>
 #include "lib/hist.h"
 #include "lib/pbuf.h"
+#include "lib/text.h"
 #include "sinks/promproto.h"
 
 #define NATIVE_FAMILY "loopwatch_loop_iteration_seconds"
@@ -120,7 +121,8 @@ static void labels__put(struct pbuf *b, const char *s, size_t len)
 			if (n + 1 < sizeof(value))
 				value[n++] = c;
 		}
-		pbuf__bytes(b, 2, value, n);
+		value[n] = '\0';
+		pbuf__bytes(b, 2, value, utf8__valid_prefix(value));
 		pbuf__end(b, pair);
 		s++;		/* the closing quote */
 		if (s < end && *s == ',')
