@@ -37,6 +37,8 @@ struct otlp_sender {
 	pthread_cond_t wake;
 	/* under lock */
 	struct otlp_request *head, *tail;
+	struct otlp_request *inflight;	/* out of the queue while the sender sends it */
+	bool inflight_doomed;		/* its room was needed: dropped whatever happens */
 	bool stopping;
 	double stop_by;		/* CLOCK_MONOTONIC: give up what is left after this */
 	struct otlp_counts counts;
@@ -243,9 +245,10 @@ static void sender__wait(struct otlp_sender *s, double until)
 }
 
 /*
- * The oldest request is sent (unlocked) while it stays the oldest: a push
- * that overflows the queue may drop it meanwhile, so it is looked up again
- * by identity afterwards.
+ * The oldest request is taken out of the queue while it is sent (unlocked):
+ * its bytes still count against the queue's bound. A request that failed
+ * goes back to the head for its retry, unless pushes meanwhile needed its
+ * room (inflight_doomed): then it is dropped, the newer data kept.
  */
 static void *sender__run(void *arg)
 {
@@ -268,26 +271,25 @@ static void *sender__run(void *arg)
 			continue;
 		}
 		r = s->head;
-		/* the queue owns r; a push may free it, so send a private copy */
-		{
-			struct otlp_request copy = *r;
-			void *buf = malloc(r->len ? r->len : 1);
-
-			if (!buf) {
-				retry_at = clock__mono() + backoff;
-				continue;
-			}
-			memcpy(buf, r->buf, r->len);
-			copy.buf = buf;
-			pthread_mutex_unlock(&s->lock);
-			code = request__post(s, &copy);
-			free(buf);
-			pthread_mutex_lock(&s->lock);
-		}
+		s->head = r->next;
+		if (!s->head)
+			s->tail = NULL;
+		r->next = NULL;
+		s->inflight = r;
+		s->inflight_doomed = false;
+		pthread_mutex_unlock(&s->lock);
+		code = request__post(s, r);
+		pthread_mutex_lock(&s->lock);
+		s->inflight = NULL;
+		if (!s->inflight_doomed)
+			s->counts.queued_bytes -= r->len;
 		if (code >= 200 && code < 300) {
 			s->counts.sent++;
+			/* it went after all: not a drop */
+			s->counts.dropped -= s->inflight_doomed;
 		} else if (code >= 400 && code < 500 && code != 429 && code != 408) {
 			s->counts.refused++;
+			s->counts.dropped -= s->inflight_doomed;
 			if (!s->said_refused[r->sig]) {
 				s->said_refused[r->sig] = true;
 				fprintf(stderr, "loopwatch: --otlp: %s refused with HTTP %d: not sent "
@@ -297,12 +299,21 @@ static void *sender__run(void *arg)
 			s->counts.failures++;
 			retry_at = clock__mono() + backoff;
 			backoff = backoff * 2 < OTLP_BACKOFF_MAX_S ? backoff * 2 : OTLP_BACKOFF_MAX_S;
+			if (!s->inflight_doomed) {
+				/* back to the head, to be retried first */
+				r->next = s->head;
+				s->head = r;
+				if (!s->tail)
+					s->tail = r;
+				s->counts.queued_bytes += r->len;
+				continue;
+			}
+			request__free(r);
 			continue;
 		}
+		request__free(r);
 		retry_at = 0;
 		backoff = OTLP_BACKOFF_MIN_S;
-		if (s->head == r)
-			queue__pop(s);
 	}
 	while (s->head) {
 		s->counts.dropped++;
@@ -361,9 +372,18 @@ void otlp_sender__push(struct otlp_sender *s, enum otlp_signal sig, void *buf, s
 		return;
 	}
 	/* room first: the oldest go, the newest numbers are the ones worth having */
-	while (s->head && s->counts.queued_bytes + len > s->max_bytes) {
-		s->counts.dropped++;
-		queue__pop(s);
+	while (s->counts.queued_bytes + len > s->max_bytes) {
+		if (s->inflight && !s->inflight_doomed) {
+			/* the oldest of all is being sent: it is not retried */
+			s->inflight_doomed = true;
+			s->counts.queued_bytes -= s->inflight->len;
+			s->counts.dropped++;
+		} else if (s->head) {
+			s->counts.dropped++;
+			queue__pop(s);
+		} else {
+			break;
+		}
 	}
 	if (len > s->max_bytes) {
 		s->counts.dropped++;
