@@ -583,3 +583,24 @@ def test_native_histogram_scraped_by_prometheus_3_gives_the_workloads_p99(ctx):
             "p%g: %.3f ms from Prometheus, the workload's %.3f..%.3f ms" % (
                 q * 100, v, nearest_rank(lo, q), nearest_rank(hi, q))
     assert not classic, "scraped as classic buckets too: %s" % classic[:2]
+
+
+def test_bad_telemetry_flags_are_one_line_and_status_2(ctx):
+    """A URL loopwatch cannot send to, a flag missing its partner, a queue of nothing:
+    one line naming the flag, status 2, before any BPF is loaded."""
+    cases = [(["--otlp", "https://collector:4318"], "--otlp"),
+             (["--otlp", "http://"], "--otlp"),
+             (["--otlp", "http://collector:99999"], "--otlp"),
+             (["--otlp", "http://collector:4318/v1?x=1"], "--otlp"),
+             (["--otlp", "http://127.0.0.1:4318", "--otlp-queue", "0"], "--otlp-queue"),
+             (["--otlp", "http://127.0.0.1:4318", "--otlp-interval", "0"], "--otlp-interval"),
+             (["--prom-native"], "--prom-native"),
+             (["--pprof", "/tmp/"], "--pprof")]
+    for args, flag in cases:
+        r = subprocess.run([ctx.loopwatch] + args, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, timeout=30)
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 2 and len(lines) == 1 and flag in lines[0], (args, r.stderr)
+    r = subprocess.run([ctx.loopwatch, "--help"], stdout=subprocess.PIPE, text=True, timeout=30)
+    for flag in ("--pprof", "--otlp", "--otlp-interval", "--otlp-queue", "--prom-native"):
+        assert flag + " " in r.stdout, "--help lacks " + flag
