@@ -555,7 +555,8 @@ def test_native_histogram_scraped_by_prometheus_3_gives_the_workloads_p99(ctx):
         w.wait()
         truth = load_truth(out)
         lo, hi = iteration_bounds(truth["threads"][0])
-        sel = 'loopwatch_loop_iteration_seconds{exe="%s"}' % ctx.workload("loopwork")
+        exe = os.path.realpath(ctx.workload("loopwork"))
+        sel = 'loopwatch_loop_iteration_seconds{exe="%s"}' % exe
         # the whole run scraped: the native series' count is the workload's iterations
         prom.wait("histogram_count(%s)" % sel,
                   lambda r: r and float(r[0]["value"][1]) >= 0.99 * len(lo), timeout=60)
@@ -565,8 +566,7 @@ def test_native_histogram_scraped_by_prometheus_3_gives_the_workloads_p99(ctx):
             assert len(r) == 1, r
             got[q] = float(r[0]["value"][1]) * 1e3
         # a classic-only exposition has no native series: histogram_count() needs one
-        classic = prom.query('loopwatch_loop_iteration_seconds_bucket{exe="%s"}' %
-                             ctx.workload("loopwork"))
+        classic = prom.query('loopwatch_loop_iteration_seconds_bucket{exe="%s"}' % exe)
         lw.proc.send_signal(2)
         lw.stop()
     finally:
