@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-#include <math.h>
 #include "lib/hist.h"
 
 void hist__diff(struct lw_hist *dst, const struct lw_hist *a, const struct lw_hist *b)
@@ -80,6 +79,75 @@ __u64 hist__count_le(const struct lw_hist *h, __u64 le_ns)
 	return n;
 }
 
+/* 2^(k/32), k = 0..32: the bounds of one power of two's exponential buckets (no libm) */
+static const double exp_bounds[(1 << HIST_EXP_SCALE) + 1] = {
+	1,
+	1.0218971486541166,
+	1.0442737824274138,
+	1.0671404006768237,
+	1.0905077326652577,
+	1.1143867425958924,
+	1.1387886347566916,
+	1.1637248587775775,
+	1.189207115002721,
+	1.215247359980469,
+	1.241857812073484,
+	1.2690509571917332,
+	1.2968395546510096,
+	1.3252366431597413,
+	1.3542555469368927,
+	1.383909881963832,
+	1.4142135623730951,
+	1.4451808069770467,
+	1.4768261459394993,
+	1.5091644275934228,
+	1.5422108254079407,
+	1.5759808451078865,
+	1.6104903319492543,
+	1.6457554781539649,
+	1.681792830507429,
+	1.7186192981224779,
+	1.7562521603732995,
+	1.7947090750031072,
+	1.8340080864093424,
+	1.8741676341103,
+	1.9152065613971474,
+	1.9571441241754002,
+	2,
+};
+
+double hist__exp_lower(int index)
+{
+	int e = index >= 0 ? index / (1 << HIST_EXP_SCALE) :
+		-((-index + (1 << HIST_EXP_SCALE) - 1) / (1 << HIST_EXP_SCALE));
+	double v = exp_bounds[index - e * (1 << HIST_EXP_SCALE)];
+
+	for (; e > 0; e--)
+		v *= 2;
+	for (; e < 0; e++)
+		v /= 2;
+	return v;
+}
+
+/* The index of the bucket (base^i, base^(i+1)] that holds v > 0 seconds. */
+static int exp__index(double v)
+{
+	int e = 0, k = 0;
+
+	/* v = r * 2^e, r in (1, 2]: exact, multiplying by 2 loses nothing */
+	while (v > 2) {
+		v /= 2;
+		e++;
+	}
+	while (v <= 1) {
+		v *= 2;
+		e--;
+	}
+	while (k + 1 < (1 << HIST_EXP_SCALE) && v > exp_bounds[k + 1])
+		k++;
+	return e * (1 << HIST_EXP_SCALE) + k;
+}
+
 int hist__exp_slot(unsigned int b)
 {
 	__u64 lo, hi;
@@ -94,7 +162,7 @@ int hist__exp_slot(unsigned int b)
 	mid = b + 1 < LW_HIST_BUCKETS ? ((double)lo + (double)(hi - 1)) / 2 : (double)lo;
 	if (mid <= 0)
 		return -1;
-	i = (int)ceil(log2(mid / 1e9) * (1 << HIST_EXP_SCALE)) - 1;
+	i = exp__index(mid / 1e9);
 	if (i < HIST_EXP_MIN)
 		i = HIST_EXP_MIN;
 	if (i >= HIST_EXP_MIN + HIST_EXP_N)

@@ -40,8 +40,10 @@ __u64 hist__count_le(const struct lw_hist *h, __u64 le_ns);
  */
 #define HIST_EXP_SCALE 5
 #define HIST_EXP_MIN (-31 * (1 << HIST_EXP_SCALE))
-#define HIST_EXP_N (38 * (1 << HIST_EXP_SCALE))
+#define HIST_EXP_N (39 * (1 << HIST_EXP_SCALE))
 /* Kernel bucket b's slot in such an array (index HIST_EXP_MIN + slot); -1: value 0. */
 int hist__exp_slot(unsigned int b);
+/* The lower bound of exponential bucket index, seconds: 2^(index/32). */
+double hist__exp_lower(int index);
 
 #endif

@@ -197,6 +197,11 @@ static struct otlp_thread *otlp__thread(struct otlp *o, const struct loop_thread
 	return th;
 }
 
+static __u64 grown(__u64 now, __u64 before)
+{
+	return now > before ? now - before : 0;
+}
+
 /* p += what t counted since th last saw it; a record made afresh counts from zero */
 static void otlp__fold(struct otlp *o, struct otlp_proc *p, struct otlp_thread *th,
 		       const struct loop_thread *t)
@@ -205,18 +210,18 @@ static void otlp__fold(struct otlp *o, struct otlp_proc *p, struct otlp_thread *
 
 	if (now->iterations < th->iterations || now->busy_ns < th->busy_ns)
 		memset(&th->iterations, 0, sizeof(*th) - offsetof(struct otlp_thread, iterations));
-	p->iterations += now->iterations - th->iterations;
-	p->stalls += now->stalls - th->stalls;
-	p->busy_ns += now->busy_ns - th->busy_ns;
-	p->blocked_ns += now->blocked_ns > th->blocked_ns ? now->blocked_ns - th->blocked_ns : 0;
-	p->runq_ns += now->runq_ns > th->runq_ns ? now->runq_ns - th->runq_ns : 0;
+	p->iterations += grown(now->iterations, th->iterations);
+	p->stalls += grown(now->stalls, th->stalls);
+	p->busy_ns += grown(now->busy_ns, th->busy_ns);
+	p->blocked_ns += grown(now->blocked_ns, th->blocked_ns);
+	p->runq_ns += grown(now->runq_ns, th->runq_ns);
 	th->iterations = now->iterations;
 	th->stalls = now->stalls;
 	th->busy_ns = now->busy_ns;
 	th->blocked_ns = now->blocked_ns;
 	th->runq_ns = now->runq_ns;
 	for (unsigned int b = 0; b < LW_HIST_BUCKETS; b++) {
-		__u64 c = now->busy_hist.counts[b], d = c > th->hist[b] ? c - th->hist[b] : 0;
+		__u64 c = now->busy_hist.counts[b], d = grown(c, th->hist[b]);
 
 		th->hist[b] = c;
 		if (!d)
