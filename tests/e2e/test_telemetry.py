@@ -345,8 +345,9 @@ def test_otlp_metrics_give_the_workloads_own_percentiles_and_name_the_process(ct
         got = exp_quantile(q, dp) * 1e3
         want_lo, want_hi = nearest_rank(lo, q), nearest_rank(hi, q)
         got_all[q] = (round(got, 3), want_lo, want_hi)
-        # a bucket of the kernel's (<= 3.1 %) counted at its middle, in one of 2.2 %
-        assert in_range(got, want_lo, want_hi, rel=0.05, abs_=0.02), \
+        # a bucket of the kernel's (<= 3.1 %) counted at its middle, in one of 0.27 %:
+        # as close as loopwatch's own percentiles (test_loop: 3 %)
+        assert in_range(got, want_lo, want_hi, rel=0.02 if q == 0.99 else 0.03, abs_=0.005), \
             "p%g: %.3f ms from OTLP, the workload's %.3f..%.3f ms" % (q * 100, got, want_lo,
                                                                        want_hi)
     print("OTLP quantiles (ms, got / workload lo..hi):", got_all)
@@ -576,9 +577,11 @@ def test_native_histogram_scraped_by_prometheus_3_gives_the_workloads_p99(ctx):
     print("native histogram_quantile (ms):", {q: (round(v, 3), nearest_rank(lo, q))
                                                for q, v in got.items()})
     for q, v in got.items():
-        # p99 within 2 %; p50 and p90 within the resolution (a kernel bucket, <= 3.1 %,
-        # counted at its middle, in a 2.2 % native bucket Prometheus interpolates in)
-        rel = 0.02 if q == 0.99 else 0.04
+        # a kernel bucket (<= 3.1 % wide) counted at its middle, in a native bucket of
+        # 0.27 % that Prometheus interpolates in: p99 within 2 %, p50 and p90 as close as
+        # loopwatch's own (test_loop: 3 %; where iterations crowd, the kernel's view of
+        # each, a microsecond longer than the workload's, moves the rank a bucket)
+        rel = 0.02 if q == 0.99 else 0.03
         assert in_range(v, nearest_rank(lo, q), nearest_rank(hi, q), rel=rel, abs_=0.005), \
             "p%g: %.3f ms from Prometheus, the workload's %.3f..%.3f ms" % (
                 q * 100, v, nearest_rank(lo, q), nearest_rank(hi, q))

@@ -64,6 +64,14 @@ void pbuf__varint(struct pbuf *b, uint64_t v)
 		b->len += varint__put(b->buf + b->len, v);
 }
 
+void pbuf__raw(struct pbuf *b, const void *p, size_t n)
+{
+	if (n && pbuf__room(b, n)) {
+		memcpy(b->buf + b->len, p, n);
+		b->len += n;
+	}
+}
+
 static void pbuf__tag(struct pbuf *b, unsigned int field, unsigned int wire)
 {
 	pbuf__varint(b, ((uint64_t)field << 3) | wire);

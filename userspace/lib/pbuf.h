@@ -27,6 +27,8 @@ void pbuf__free(struct pbuf *b);
 void pbuf__reset(struct pbuf *b);
 /* a varint, without a tag: the elements of a packed repeated field */
 void pbuf__varint(struct pbuf *b, uint64_t v);
+/* bytes as they are, no tag: a packed field's elements encoded elsewhere */
+void pbuf__raw(struct pbuf *b, const void *p, size_t n);
 /* field = varint (uint32/64, int64 as two's complement, bool, enum) */
 void pbuf__uint(struct pbuf *b, unsigned int field, uint64_t v);
 /* field = sint32/sint64 (zigzag: small negative numbers stay short) */

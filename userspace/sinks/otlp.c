@@ -7,9 +7,9 @@
  * container.id, k8s.*). Metrics, every --otlp-interval (independent of -i),
  * cumulative:
  *
- * - loopwatch.loop.iteration.duration: an exponential histogram (scale 5,
- *   2.2 % buckets) of the kernel's log-linear one, each of its buckets
- *   counted at its midpoint, in seconds;
+ * - loopwatch.loop.iteration.duration: an exponential histogram (scale 8,
+ *   0.27 % buckets) of the kernel's log-linear one, each of its buckets
+ *   counted at its midpoint (lib/hist.h), in seconds;
  * - the loop's iterations, stalls, busy, blocked and run-queue time as
  *   monotonic sums;
  * - loopwatch's own: its OTLP requests sent, dropped, refused, retried.
@@ -55,8 +55,7 @@ struct otlp_proc {
 	__u64 start_unix_ns;
 	double unseen_since;	/* CLOCK_MONOTONIC; 0 while a thread of it is in the model */
 	__u64 iterations, stalls, busy_ns, blocked_ns, runq_ns;
-	__u64 zero_count;
-	__u64 exp[HIST_EXP_N];	/* index i: HIST_EXP_MIN + i */
+	__u64 hist[LW_HIST_BUCKETS];	/* the kernel's buckets, mapped when encoded */
 };
 
 /* A loop thread's counters as last folded into its process. */
@@ -98,7 +97,7 @@ struct otlp {
 	__u64 logs_dropped;	/* no room between two sends */
 	__u64 events_dropped;	/* the kernel's, at the last interval */
 	__u64 start_unix_ns;
-	int exp_index[LW_HIST_BUCKETS];	/* the kernel's bucket -> exp index; -1: zero */
+	int exp_index[LW_HIST_BUCKETS];	/* the kernel's bucket -> exp index (lib/hist.h) */
 	bool quiet;
 };
 
@@ -109,8 +108,10 @@ static bool otlp__wanted(const struct sink_config *cfg)
 
 static void exp_index__init(int *idx)
 {
+	/* bucket 0 (value 0) is the zero bucket: its index is never read */
 	for (unsigned int b = 0; b < LW_HIST_BUCKETS; b++)
-		idx[b] = hist__exp_slot(b);
+		if (!hist__exp_index(b, &idx[b]))
+			idx[b] = 0;
 }
 
 static int otlp__open(struct sink *s, const struct sink_config *cfg, char *err, size_t errlen)
@@ -203,7 +204,7 @@ static __u64 grown(__u64 now, __u64 before)
 }
 
 /* p += what t counted since th last saw it; a record made afresh counts from zero */
-static void otlp__fold(struct otlp *o, struct otlp_proc *p, struct otlp_thread *th,
+static void otlp__fold(struct otlp_proc *p, struct otlp_thread *th,
 		       const struct loop_thread *t)
 {
 	const struct lw_loop *now = &t->snap;
@@ -224,12 +225,7 @@ static void otlp__fold(struct otlp *o, struct otlp_proc *p, struct otlp_thread *
 		__u64 c = now->busy_hist.counts[b], d = grown(c, th->hist[b]);
 
 		th->hist[b] = c;
-		if (!d)
-			continue;
-		if (o->exp_index[b] < 0)
-			p->zero_count += d;
-		else
-			p->exp[o->exp_index[b]] += d;
+		p->hist[b] += d;
 	}
 }
 
@@ -255,7 +251,7 @@ static void otlp__update(struct otlp *o, const struct model *m, double now)
 		p->cg = t->cg;
 		p->k8s = t->k8s;
 		cgroup__service(&t->cg, &t->k8s, p->service, sizeof(p->service));
-		otlp__fold(o, p, th, t);
+		otlp__fold(p, th, t);
 	}
 	for (size_t i = 0; i < o->nthreads;) {
 		if (o->threads[i]->seen) {
@@ -384,22 +380,23 @@ static void metric__sum(struct pbuf *b, const char *name, const char *unit, cons
 	pbuf__end(b, metric);
 }
 
-static void metric__lag(struct pbuf *b, const struct otlp_proc *p, __u64 now_ns)
+static void metric__lag(const struct otlp *o, struct pbuf *b, const struct otlp_proc *p,
+			__u64 now_ns)
 {
 	size_t metric = metric__begin(b, "loopwatch.loop.iteration.duration", "s",
 				      "Loop iterations by how long each kept the loop busy "
 				      "(from a wait's return to the next wait).");
 	size_t hist = pbuf__begin(b, 10), point, buckets, packed;
 	int first = -1, last = -1;
-	__u64 count = p->zero_count;
+	__u64 count = 0;
 
-	for (int i = 0; i < HIST_EXP_N; i++) {
-		if (!p->exp[i])
+	for (unsigned int k = 0; k < LW_HIST_BUCKETS; k++) {
+		count += p->hist[k];
+		if (!k || !p->hist[k])
 			continue;
 		if (first < 0)
-			first = i;
-		last = i;
-		count += p->exp[i];
+			first = (int)k;
+		last = (int)k;
 	}
 	point = pbuf__begin(b, 1);
 	pbuf__fixed64(b, 2, p->start_unix_ns);
@@ -407,13 +404,23 @@ static void metric__lag(struct pbuf *b, const struct otlp_proc *p, __u64 now_ns)
 	pbuf__fixed64(b, 4, count);
 	pbuf__double(b, 5, (double)p->busy_ns / 1e9);
 	pbuf__sint(b, 6, HIST_EXP_SCALE);
-	pbuf__fixed64(b, 7, p->zero_count);
+	pbuf__fixed64(b, 7, p->hist[0]);
 	if (first >= 0) {
+		/* dense from the first index to the last: the empty ones in between are 0s */
+		int index = o->exp_index[first];
+
 		buckets = pbuf__begin(b, 8);
-		pbuf__sint(b, 1, HIST_EXP_MIN + first);
+		pbuf__sint(b, 1, index);
 		packed = pbuf__begin(b, 2);
-		for (int i = first; i <= last; i++)
-			pbuf__varint(b, p->exp[i]);
+		for (int k = first; k <= last; k++) {
+			if (!p->hist[k])
+				continue;
+			for (; index < o->exp_index[k]; index++)
+				pbuf__varint(b, 0);
+			/* kernel buckets never share an index (lib/hist.h): one count each */
+			pbuf__varint(b, p->hist[k]);
+			index++;
+		}
 		pbuf__end(b, packed);
 		pbuf__end(b, buckets);
 	}
@@ -423,7 +430,8 @@ static void metric__lag(struct pbuf *b, const struct otlp_proc *p, __u64 now_ns)
 	pbuf__end(b, metric);
 }
 
-static void otlp__proc_metrics(struct pbuf *b, const struct otlp_proc *p, __u64 now_ns)
+static void otlp__proc_metrics(const struct otlp *o, struct pbuf *b, const struct otlp_proc *p,
+			       __u64 now_ns)
 {
 	size_t rm = pbuf__begin(b, 1), sm;	/* ResourceMetrics */
 	__u64 t0 = p->start_unix_ns;
@@ -431,7 +439,7 @@ static void otlp__proc_metrics(struct pbuf *b, const struct otlp_proc *p, __u64 
 	resource__put(b, p->pid, p->comm, p);
 	sm = pbuf__begin(b, 2);
 	scope__put(b);
-	metric__lag(b, p, now_ns);
+	metric__lag(o, b, p, now_ns);
 	metric__sum(b, "loopwatch.loop.iterations", "{iteration}", "Loop iterations.", t0,
 		    now_ns, false, p->iterations, 0);
 	metric__sum(b, "loopwatch.loop.stalls", "{iteration}",
@@ -502,7 +510,7 @@ static void otlp__send_metrics(struct otlp *o)
 	__u64 now_ns = (__u64)(clock__wall() * 1e9);
 
 	for (size_t i = 0; i < o->nprocs; i++)
-		otlp__proc_metrics(&b, o->procs[i], now_ns);
+		otlp__proc_metrics(o, &b, o->procs[i], now_ns);
 	otlp__self_metrics(o, &b, now_ns);
 	otlp__push(o, OTLP_METRICS, &b);
 }

@@ -142,39 +142,62 @@ static void family__close(struct pbuf *b, struct family *f)
 	f->open = false;
 }
 
-/* The native buckets: one span per run of buckets, counts as deltas. */
-static void native__put(struct pbuf *b, const __u64 *native)
+/*
+ * The native buckets from the kernel's: each kernel bucket's count at its
+ * own index (lib/hist.h), one span per run of adjacent indexes, counts as
+ * deltas from the previous bucket's.
+ */
+static void native__put(struct pbuf *b, const __u64 *counts)
 {
-	int first = -1, last = -1;
+	int index, next = 0;
+	bool any = false;
 	__s64 prev = 0;
-	size_t span, packed;
+	size_t span = 0, len = 0, packed;
+	struct pbuf deltas = { 0 };
 
-	for (int i = 0; i < HIST_EXP_N; i++) {
-		if (!native[i])
-			continue;
-		if (first < 0)
-			first = i;
-		last = i;
-	}
 	pbuf__sint(b, 5, HIST_EXP_SCALE);
 	pbuf__double(b, 6, 0);
-	pbuf__uint(b, 7, native[HIST_EXP_N]);
-	span = pbuf__begin(b, 12);
-	/* Prometheus's bucket i is OpenTelemetry's i - 1: (base^(i-1), base^i] */
-	pbuf__sint(b, 1, first < 0 ? 0 : HIST_EXP_MIN + first + 1);
-	pbuf__uint(b, 2, first < 0 ? 0 : (__u64)(last - first + 1));
-	pbuf__end(b, span);
-	if (first < 0)
-		return;
-	packed = pbuf__begin(b, 13);
-	for (int i = first; i <= last; i++) {
-		__s64 c = (__s64)native[i];
-		__s64 d = c - prev;
+	pbuf__uint(b, 7, counts[0]);
+	for (unsigned int k = 1; k < LW_HIST_BUCKETS; k++) {
+		__s64 d;
 
-		pbuf__varint(b, ((__u64)d << 1) ^ (__u64)(d >> 63));
-		prev = c;
+		if (!counts[k] || !hist__exp_index(k, &index))
+			continue;
+		/* Prometheus's bucket i is OpenTelemetry's i - 1: (base^(i-1), base^i] */
+		index++;
+		if (!any || index != next) {
+			if (any) {
+				pbuf__uint(b, 2, len);
+				pbuf__end(b, span);
+			}
+			span = pbuf__begin(b, 12);
+			pbuf__sint(b, 1, any ? index - next : index);
+			len = 0;
+			any = true;
+		}
+		d = (__s64)counts[k] - prev;
+		pbuf__varint(&deltas, ((__u64)d << 1) ^ (__u64)(d >> 63));
+		prev = (__s64)counts[k];
+		len++;
+		next = index + 1;
 	}
-	pbuf__end(b, packed);
+	if (any) {
+		pbuf__uint(b, 2, len);
+		pbuf__end(b, span);
+	} else {
+		/* no observation yet: an empty span says native all the same */
+		span = pbuf__begin(b, 12);
+		pbuf__sint(b, 1, 0);
+		pbuf__uint(b, 2, 0);
+		pbuf__end(b, span);
+	}
+	if (deltas.len) {
+		packed = pbuf__begin(b, 13);
+		pbuf__raw(b, deltas.buf, deltas.len);
+		pbuf__end(b, packed);
+	}
+	b->oom |= deltas.oom;
+	pbuf__free(&deltas);
 }
 
 static void hseries__close(struct pbuf *b, struct hseries *h, const struct family *f,
@@ -188,8 +211,8 @@ static void hseries__close(struct pbuf *b, struct hseries *h, const struct famil
 	if (!strcmp(f->name, NATIVE_FAMILY) && reg)
 		native = prom_registry__native(reg, h->key);
 	if (native) {
-		for (int i = 0; i <= HIST_EXP_N; i++)
-			total += native[i];
+		for (unsigned int k = 0; k < LW_HIST_BUCKETS; k++)
+			total += native[k];
 		/* count and sum are shared: the native buckets' own count, which must match */
 		pbuf__uint(b, 1, total);
 	} else if (h->count && value__is_integer(h->count)) {

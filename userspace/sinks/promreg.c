@@ -75,8 +75,8 @@ struct prom_series {
 	double dead_since;		/* when live fell to 0; < 0 while alive */
 	bool doomed;			/* goes at the end of this fold */
 	/*
-	 * --prom-native, loop series: the histogram's exponential buckets
-	 * (lib/hist.h), HIST_EXP_N then the zero bucket; counted like total
+	 * --prom-native, loop series: the kernel's buckets (LW_HIST_BUCKETS),
+	 * counted like total; promproto.c maps them to native ones (lib/hist.h)
 	 */
 	__u64 *native;
 	struct prom_series *hash_next;
@@ -493,7 +493,7 @@ static void source__fold(struct prom_registry *sp, struct prom_source *ps, const
 }
 
 /*
- * The series' native buckets grow by what the thread's histogram grew since
+ * The series' kernel buckets grow by what the thread's histogram grew since
  * the last fold, in whichever series it counts in now: the same counts as
  * the classic buckets (a record made afresh counts from zero, a new series
  * from here on), so count and sum are shared by both.
@@ -506,7 +506,7 @@ static void native__fold(struct prom_source *ps, const struct loop_thread *t)
 	if (!ps->series)
 		return;
 	if (!ps->series->native &&
-	    !(ps->series->native = calloc(HIST_EXP_N + 1, sizeof(__u64))))
+	    !(ps->series->native = calloc(LW_HIST_BUCKETS, sizeof(__u64))))
 		return;
 	if (!ps->native_last && !(ps->native_last = calloc(LW_HIST_BUCKETS, sizeof(__u64))))
 		return;
@@ -515,12 +515,7 @@ static void native__fold(struct prom_source *ps, const struct loop_thread *t)
 	if (restarted)
 		memset(ps->native_last, 0, LW_HIST_BUCKETS * sizeof(__u64));
 	for (unsigned int b = 0; b < LW_HIST_BUCKETS; b++) {
-		int slot;
-
-		if (now[b] == ps->native_last[b])
-			continue;
-		slot = hist__exp_slot(b);
-		ps->series->native[slot < 0 ? HIST_EXP_N : slot] += now[b] - ps->native_last[b];
+		ps->series->native[b] += now[b] - ps->native_last[b];
 		ps->native_last[b] = now[b];
 	}
 }

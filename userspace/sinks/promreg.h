@@ -61,9 +61,9 @@ void prom_registry__put(struct prom_registry *reg);
 void prom_registry__render(struct prom_registry *reg, const struct model *m, double now_s,
 			   FILE *out);
 /*
- * --prom-native: the exponential buckets (lib/hist.h: HIST_EXP_N, then the
- * zero bucket) of the loop series with these rendered labels, as of the last
- * render; NULL when none.
+ * --prom-native: the kernel's buckets (LW_HIST_BUCKETS counts, what the native
+ * ones are made of: lib/hist.h) of the loop series with these rendered labels,
+ * as of the last render; NULL when none.
  */
 const __u64 *prom_registry__native(const struct prom_registry *reg, const char *labels);
 bool prom_registry__has_native(const struct prom_registry *reg);
