@@ -196,9 +196,9 @@ static const char options_help[] =
 "                          keeps out is counted in loopwatch_series_dropped_total\n"
 "      --prom-min-iterations N  a thread is exported from its Nth iteration on\n"
 "                          (default 10; 0: every thread that ever waited)\n"
-"      --prom-native       the iteration histogram also as a native (exponential, 2 %)\n"
+"      --prom-native       the iteration histogram also as a native (exponential, 0.27 %)\n"
 "                          histogram, served to a scraper that asks for protobuf\n"
-"                          (Prometheus 3 with native histograms on); ~18 KB of memory\n"
+"                          (Prometheus 3 with native histograms on); ~17 KB of memory\n"
 "                          a loop thread\n"
 "      --kubelet-logs DIR  the host's /var/log, where kubelet's pods/ and containers/\n"
 "                          name a pod's namespace, pod and container (default /var/log)\n";
