@@ -58,6 +58,8 @@ def test_pprof_holds_each_functions_stall_time_as_the_folded_stacks_do(ctx):
     _, stacks, profile = pprof_run(ctx)
     top = pprof_top(profile, "stall")
     total_folded = sum(us for _, us in stacks) / 1000
+    print("pprof cum / folded ms:", {n: (round(top.get(n, (0, 0))[1], 1), round(
+        sum(us for f, us in stacks if n in f) / 1000, 1)) for n in CULPRITS})
     for name in CULPRITS + ("iteration__run",):
         folded_ms = sum(us for frames, us in stacks if name in frames) / 1000
         assert name in top, "%s not in go tool pprof -top: %s" % (name, sorted(top))
