@@ -180,3 +180,9 @@ install: $(OUT)/loopwatch
 	install -D -m 0644 tools/prometheus/loopwatch.rules.test.yml \
 		$(DESTDIR)$(RULESDIR)/loopwatch.rules.test.yml
 	install -D -m 0644 tools/loopwatch.8 $(DESTDIR)$(MANDIR)/man8/loopwatch.8
+
+# A native Debian package of this tree for this machine: $(OUT)/loopwatch_VERSION_ARCH.deb
+# (tools/deb/build.sh: built afresh with Debian's hardening flags in $(OUT)/deb)
+.PHONY: deb
+deb:
+	OUT=$(abspath $(OUT)) tools/deb/build.sh

@@ -10,6 +10,7 @@
 #   forky:  python3.14, python3.15, aiohttp, node over libnode.so, prometheus 3,
 #           opentelemetry-proto
 #   trixie: python3.13, aiohttp
+#   bookworm: nothing beyond minbase (a fresh machine for the .deb)
 #
 # The package list is part of the cache key: a changed list builds the root afresh.
 # DEBIAN_MIRROR: default http://deb.debian.org/debian
@@ -26,8 +27,12 @@ forky)
 		ca-certificates procps) ;;
 trixie)
 	pkgs=(python3.13 python3-aiohttp ca-certificates procps) ;;
+bookworm)
+	# a fresh machine of the release loopwatch is built on: `make deb`'s package
+	# installs there with its Depends (tests/e2e/test_deb.py), nothing more in it
+	pkgs=(ca-certificates) ;;
 *)
-	echo "usage: tools/testroot.sh forky|trixie" >&2
+	echo "usage: tools/testroot.sh forky|trixie|bookworm" >&2
 	exit 2 ;;
 esac
 

@@ -214,6 +214,11 @@ static void config__from_options(struct sink_config *cfg, const struct options *
 	cfg->folded_merge = opts->folded_merge;
 	cfg->trace = opts->trace;
 	cfg->report = opts->report;
+	cfg->pprof = opts->pprof;
+	cfg->otlp = opts->otlp;
+	cfg->otlp_interval_s = opts->otlp_interval_s;
+	cfg->otlp_queue_bytes = (size_t)opts->otlp_queue_kb * 1024;
+	cfg->prom_native = opts->prom_native;
 	cfg->threshold_ms = opts->threshold_ms;
 	cfg->listen = opts->listen;
 	cfg->prom_stale_s = opts->prom_stale_s;

@@ -120,6 +120,29 @@ const struct opt_doc opt_docs[] = {
 	  "share of stall time with one line of advice each, blocking calls by syscall and "
 	  "file, the run-queue share, probed calls and hung loops." },
 
+	{ NULL, OPT_PPROF, "pprof", 0, "FILE",
+	  "stall time as a gzip'd pprof profile (go tool pprof, Pyroscope, Parca): samples by "
+	  "cause, labels pid, thread, service, cause",
+	  "The same shares as --folded: sample types stall (the default), cpu, blocked and "
+	  "runq in nanoseconds, one location per frame (Python and JavaScript frames with file "
+	  "and line), labels pid, tid, thread, comm, service and cause." },
+
+	{ "OPENTELEMETRY", OPT_OTLP, "otlp", 0, "URL",
+	  "push metrics (lag as an exponential histogram) and stalls as log records over "
+	  "OTLP/HTTP protobuf to URL/v1/metrics and URL/v1/logs: http://HOST[:PORT][/PREFIX], "
+	  "e.g. a Collector's http://127.0.0.1:4318 (docs/telemetry.md)",
+	  "No TLS: send to a local OpenTelemetry Collector. One resource per process "
+	  "(service.name, process.pid, process.executable.name, container.id, k8s.*); the "
+	  "loop counters as sums; stalls, hung loops and blocking calls as log records with "
+	  "culprit and stack. Sent by a thread of its own: a receiver that is down or slow "
+	  "costs the collection nothing; requests are retried with backoff and the oldest "
+	  "dropped, and counted, when the queue is full." },
+	{ NULL, OPT_OTLP_INTERVAL, "otlp-interval", 0, "SECONDS",
+	  "push metrics every SECONDS (default 10)", NULL },
+	{ NULL, OPT_OTLP_QUEUE, "otlp-queue", 0, "KB",
+	  "requests kept while the receiver is down or slow, the oldest dropped (and counted) "
+	  "past it (default 8192)", NULL },
+
 	{ "ALERTS", OPT_ALERT_MS, "alert-ms", 0, "MS",
 	  "a stall over MS on a watched loop is an alert (default 10), and an interval whose "
 	  "arrival-weighted p99 lag is over MS", NULL },
@@ -167,6 +190,10 @@ const struct opt_doc opt_docs[] = {
 	{ NULL, OPT_PROM_MIN_ITERATIONS, "prom-min-iterations", 0, "N",
 	  "a thread is exported from its Nth iteration on (default 10; 0: every thread that "
 	  "ever waited)", NULL },
+	{ NULL, OPT_PROM_NATIVE, "prom-native", 0, NULL,
+	  "the iteration histogram also as a native (exponential, schema 8: 0.27 %) histogram, "
+	  "served to a scraper that asks for protobuf (Prometheus 3 with native histograms "
+	  "on); needs --listen; ~17 KB of memory a loop thread", NULL },
 	{ NULL, OPT_KUBELET_LOGS, "kubelet-logs", 0, "DIR",
 	  "the host's /var/log, where kubelet's pods/ and containers/ name a pod's namespace, "
 	  "pod and container (default /var/log)", NULL },

@@ -421,6 +421,23 @@ static void option__apply(struct options *opts, int key, char *arg)
 	case OPT_REPORT:
 		opts->report = path__check(arg, "--report");
 		break;
+	case OPT_PPROF:
+		opts->pprof = path__check(arg, "--pprof");
+		break;
+	case OPT_OTLP:
+		opts->otlp = arg;
+		break;
+	case OPT_OTLP_INTERVAL:
+		opts->otlp_interval_s = seconds__parse(arg, "--otlp-interval", 0.1, 86400);
+		break;
+	case OPT_PROM_NATIVE:
+		opts->prom_native = true;
+		break;
+	case OPT_OTLP_QUEUE:
+		opts->otlp_queue_kb = (int)count__parse(arg, "--otlp-queue", 1024 * 1024);
+		if (!opts->otlp_queue_kb)
+			usage__fail("%s must be at least 1", "--otlp-queue");
+		break;
 	case OPT_UNWIND_MB:
 		opts->unwind_mb = mb__parse(arg, "--unwind-mb", 0, 4096);
 		break;
@@ -474,6 +491,8 @@ void options__parse(struct options *opts, int argc, char **argv)
 	memset(opts, 0, sizeof(*opts));
 	opts->interval_s = 1.0;
 	opts->prom_interval_s = 15.0;
+	opts->otlp_interval_s = 10.0;
+	opts->otlp_queue_kb = 8192;
 	opts->prom_stale_s = 300.0;
 	opts->prom_max_series = 10000;
 	opts->prom_min_iterations = 10;
@@ -513,6 +532,8 @@ void options__parse(struct options *opts, int argc, char **argv)
 	}
 	if (opts->prom_per_pid && !opts->prom_file && !opts->listen)
 		usage__fail("%s needs --prom-file or --listen", "--prom-per-pid");
+	if (opts->prom_native && !opts->listen)
+		usage__fail("%s needs --listen", "--prom-native");
 	if (opts->folded_merge && !opts->folded)
 		usage__fail("%s needs --folded", "--folded-merge");
 	options__check_excludes(opts);

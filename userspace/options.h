@@ -70,6 +70,13 @@ struct options {
 	bool no_builtin_probes;
 	bool list_probes;
 	double probe_threshold_ms;
+
+	/* where users' telemetry lives (docs/telemetry.md) */
+	const char *pprof;	/* stall time as a pprof profile, written like --folded */
+	const char *otlp;	/* OTLP/HTTP receiver: http://HOST[:PORT][/PREFIX] */
+	double otlp_interval_s;	/* metrics pushed every this long (default 10) */
+	int otlp_queue_kb;	/* encoded requests waiting to be sent, at most */
+	bool prom_native;	/* native histograms in the protobuf exposition */
 };
 
 /* Parses argv into opts; on bad input prints one line and exits with status 2. */

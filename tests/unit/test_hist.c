@@ -129,8 +129,47 @@ static void test_percentiles(void)
 	CHECK(hist__count_le(&h, 500) == 0, "count_le below all values is 0");
 }
 
+/*
+ * The exponential view (OTLP, native histograms): buckets 2^(1/256) wide,
+ * each kernel bucket's middle inside the one it is counted in, and every
+ * kernel bucket an index of its own, rising with it (the encoders rely on it).
+ */
+static void test_exponential(void)
+{
+	int bad_ratio = 0, bad_mid = 0, bad_order = 0, prev = 0, index;
+
+	CHECK(hist__exp_lower(0) == 1.0 && hist__exp_lower(256) == 2.0 &&
+	      hist__exp_lower(-256) == 0.5 && hist__exp_lower(-31 * 256) == 1.0 / 2147483648.0,
+	      "powers of two exact");
+	for (int i = -40 * 256; i < 10 * 256; i++) {
+		double r = hist__exp_lower(i + 1) / hist__exp_lower(i);
+
+		bad_ratio += r < 1.0027112750 || r > 1.0027112751;
+	}
+	CHECK(!bad_ratio, "%d buckets not 2^(1/256) wide", bad_ratio);
+	CHECK(!hist__exp_index(0, &index), "0 ns: the zero bucket");
+	for (unsigned int b = 1; b < LW_HIST_BUCKETS; b++) {
+		double mid = b + 1 < LW_HIST_BUCKETS ?
+			     ((double)lw_hist_lower(b) + (double)(lw_hist_upper(b) - 1)) / 2 / 1e9 :
+			     (double)lw_hist_lower(b) / 1e9;
+
+		if (!hist__exp_index(b, &index)) {
+			bad_mid++;
+			continue;
+		}
+		bad_mid += !(hist__exp_lower(index) < mid && mid <= hist__exp_lower(index + 1));
+		bad_order += b > 1 && index <= prev;
+		prev = index;
+	}
+	CHECK(!bad_mid, "%d kernel buckets counted outside their middle's", bad_mid);
+	CHECK(!bad_order, "%d kernel buckets share or reverse an index", bad_order);
+	CHECK(hist__exp_index(lw_hist_bucket(10000000), &index) &&
+	      hist__exp_lower(index) < 0.0102 && hist__exp_lower(index + 1) > 0.0099, "10 ms");
+}
+
 int main(void)
 {
+	test_exponential();
 	test_empty();
 	test_one_sample();
 	test_edges();

@@ -153,7 +153,7 @@ static void model__forget_tid(struct model *m, __u32 tid)
 /* The flags' defaults, but every thread exported from its first iteration. */
 static struct prom_registry *reg__new(bool per_pid)
 {
-	struct prom_options o = { per_pid, PROM_STALE_S, PROM_MAX_SERIES, 0 };
+	struct prom_options o = { per_pid, PROM_STALE_S, PROM_MAX_SERIES, 0, false };
 
 	return prom_registry__new(&o);
 }
@@ -920,7 +920,7 @@ static void test_service_labels(void)
 
 static void test_min_iterations(void)
 {
-	struct prom_options o = { false, PROM_STALE_S, PROM_MAX_SERIES, 10 };
+	struct prom_options o = { false, PROM_STALE_S, PROM_MAX_SERIES, 10, false };
 	struct prom_registry *sp = prom_registry__new(&o);
 	struct model *m = model__fresh();
 	const char *it = "loopwatch_loop_iterations_total{comm=\"server\",exe=\"/usr/bin/server\","
@@ -946,7 +946,7 @@ static void test_min_iterations(void)
 
 static void test_series_cap(void)
 {
-	struct prom_options o = { false, 10, 3, 0 };
+	struct prom_options o = { false, 10, 3, 0, false };
 	struct prom_registry *sp = prom_registry__new(&o);
 	struct model *m = model__fresh();
 	char path[64], *text;
@@ -986,7 +986,7 @@ static void test_series_cap(void)
  */
 static void test_churn_expires_in_linear_time(void)
 {
-	struct prom_options o = { true, 10, 0, 0 };
+	struct prom_options o = { true, 10, 0, 0, false };
 	struct prom_registry *sp = prom_registry__new(&o);
 	struct model *m = model__fresh();
 	const __u64 busy[] = { 2000000 };
@@ -1043,6 +1043,71 @@ static void test_openmetrics(void)
 	model__free(m);
 }
 
+/* the native buckets of a loop series, summed; -1 when it has none */
+static double native__total(struct prom_registry *sp, const char *labels)
+{
+	const __u64 *native = prom_registry__native(sp, labels);
+	__u64 n = 0;
+
+	if (!native)
+		return -1;
+	for (unsigned int k = 0; k < LW_HIST_BUCKETS; k++)
+		n += native[k];
+	return (double)n;
+}
+
+/*
+ * --prom-native: the kernel buckets the native ones are made of count what
+ * the classic ones do through an exit, a record that starts over and a
+ * rename (count and sum are shared by both).
+ */
+static void test_native(void)
+{
+	const __u64 busy[] = { 2000000, 2000000, 2000000, 2000000 };
+	struct prom_options o = { false, PROM_STALE_S, PROM_MAX_SERIES, 0, true };
+	struct prom_registry *sp = prom_registry__new(&o);
+	struct model *m = model__fresh();
+	const __u64 *native;
+	struct loop_thread *t;
+	unsigned int slot = lw_hist_bucket(2000000);
+
+	model__ingest(m, record(FAKE_PID, FAKE_PID, busy, 3));
+	model__ingest(m, record(FAKE_PID, FAKE_PID + 1, busy, 4));
+	thread__label(m, FAKE_PID);
+	thread__label(m, FAKE_PID + 1);
+	free(render(sp, m, 0));
+	CHECK(native__total(sp, LBL) == 7, "native %g", native__total(sp, LBL));
+	native = prom_registry__native(sp, LBL);
+	CHECK(native && native[slot] == 7, "all in one bucket");
+	model__forget_tid(m, FAKE_PID);
+	free(render(sp, m, 1));
+	CHECK(native__total(sp, LBL) == 7, "exited thread's share kept: %g",
+	      native__total(sp, LBL));
+	model__ingest(m, record(FAKE_PID, FAKE_PID + 1, busy, 1));
+	free(render(sp, m, 2));
+	CHECK(native__total(sp, LBL) == 8, "record restart counted on top: %g",
+	      native__total(sp, LBL));
+	t = thread__find(m, FAKE_PID + 1);
+	strcpy(t->comm, "renamed");
+	model__ingest(m, record(FAKE_PID, FAKE_PID + 1, busy, 3));
+	free(render(sp, m, 3));
+	CHECK(native__total(sp, LBL) == 8, "old name keeps its count");
+	CHECK(native__total(sp, "comm=\"renamed\",exe=\"/usr/bin/server\","
+			    "cgroup=\"/system.slice/server.service\",service=\"server.service\"")
+	      == 2, "new name counts from the rename");
+	prom_registry__free(sp);
+	model__free(m);
+	/* off by default: no buckets kept */
+	sp = reg__new(false);
+	m = model__fresh();
+	model__ingest(m, record(FAKE_PID, FAKE_PID, busy, 3));
+	thread__label(m, FAKE_PID);
+	free(render(sp, m, 0));
+	CHECK(native__total(sp, LBL) == -1, "no native buckets without --prom-native");
+	prom_registry__free(sp);
+	model__free(m);
+}
+
 int main(void)
 {
 	test_buckets_exact();
@@ -1066,5 +1131,6 @@ int main(void)
 	test_series_cap();
 	test_churn_expires_in_linear_time();
 	test_openmetrics();
+	test_native();
 	return check__report();
 }

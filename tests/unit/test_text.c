@@ -29,5 +29,10 @@ int main(void)
 	expect("x\xe2\x80\xa8y\xe2\x80\xa9z\xe2\x80\xae!\xe2\x81\xa6", "x?y?z?!?");
 	/* invalid UTF-8: overlong, surrogate, past U+10FFFF, cut short */
 	expect("\xc0\xaf|\xed\xa0\x80|\xf4\x90\x80\x80|\xe6\x97", "??|???|????|??");
+	/* a sanitized name copied into a smaller buffer: the cut sequence goes, no more */
+	CHECK(utf8__valid_prefix("caf\xc3\xa9") == 5, "whole");
+	CHECK(utf8__valid_prefix("caf\xc3") == 3, "cut after 3: %zu", utf8__valid_prefix("caf\xc3"));
+	CHECK(utf8__valid_prefix("\xe6\x97\xa5\xe6\x97") == 3, "cut mid-sequence");
+	CHECK(utf8__valid_prefix("") == 0, "empty");
 	return check__report();
 }

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <stdio.h>
 #include <string.h>
 #include "lib/cgroup.h"
 
@@ -124,4 +125,28 @@ bool cgroup__identity(const char *path, struct cgroup_identity *id)
 	if (id->kind != CGROUP_SYSTEMD)
 		id->unit[0] = '\0';
 	return id->kind != CGROUP_NONE;
+}
+
+void cgroup__service(const struct cgroup_identity *id, const struct k8s_names *k8s, char *buf,
+		     size_t len)
+{
+	if (!len)
+		return;
+	buf[0] = '\0';
+	switch (id->kind) {
+	case CGROUP_K8S:
+		if (k8s && k8s->ns[0] && k8s->container[0])
+			snprintf(buf, len, "%s/%s", k8s->ns, k8s->container);
+		else
+			snprintf(buf, len, "%s", id->pod_uid);
+		break;
+	case CGROUP_CONTAINER:
+		snprintf(buf, len, "container-%.12s", id->container_id);
+		break;
+	case CGROUP_SYSTEMD:
+		snprintf(buf, len, "%s", id->unit);
+		break;
+	case CGROUP_NONE:
+		break;
+	}
 }

@@ -46,6 +46,16 @@ struct k8s_names {
 
 /* Always fills id (kind CGROUP_NONE when nothing matched); returns id->kind != NONE. */
 bool cgroup__identity(const char *path, struct cgroup_identity *id);
+/*
+ * The service a process belongs to, by the precedence above: a Kubernetes
+ * container is namespace/container when the kubelet's files name it (k8s may
+ * be NULL), else its pod's uid; another container "container-" and its short
+ * id; a systemd unit its name. "" when nothing names one. Every output that
+ * labels a service names it so.
+ */
+#define CGROUP_SERVICE_LEN CGROUP_UNIT_LEN
+void cgroup__service(const struct cgroup_identity *id, const struct k8s_names *k8s, char *buf,
+		     size_t len);
 /* Container id (64 hex digits) in a docker/containerd/cri-o/podman cgroup path. */
 bool cgroup__container_id(const char *path, char *id, size_t len);
 /* A Kubernetes name (lowercase alphanumerics, '-' and '.'), 1..max-1 long. */

@@ -74,3 +74,14 @@ char *str__sanitize(char *str)
 	*out = '\0';
 	return str;
 }
+
+size_t utf8__valid_prefix(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = 0;
+	int k;
+
+	while (p[n] && (k = utf8__seq_len(p + n)))
+		n += (size_t)k;
+	return n;
+}

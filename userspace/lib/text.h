@@ -8,6 +8,7 @@
 #define LOOPWATCH_LIB_TEXT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 /*
  * Length of the valid UTF-8 sequence at s, 0 if invalid. Strict (no
@@ -21,5 +22,11 @@ int utf8__seq_len(const unsigned char *s);
  * UTF-8, becomes one '?'. The string can only get shorter. Returns s.
  */
 char *str__sanitize(char *s);
+/*
+ * How much of s is valid UTF-8 from its start: all of a sanitized string,
+ * less a sequence cut short when it was copied into a smaller buffer.
+ * Protobuf strings must be valid UTF-8: a receiver refuses the whole request.
+ */
+size_t utf8__valid_prefix(const char *s);
 
 #endif

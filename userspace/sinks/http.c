@@ -25,6 +25,7 @@
 #include <unistd.h>
 #include "lib/clock.h"
 #include "sinks/httpreq.h"
+#include "sinks/promproto.h"
 #include "sinks/promreg.h"
 #include "sinks/sink.h"
 
@@ -362,16 +363,36 @@ static double http__due(const struct sink *s)
 	return hs->pending_since_s;
 }
 
-/* text, or OpenMetrics made from it: a body the waiting connections share */
-static struct http_body *body__render(const char *text, size_t len, bool openmetrics)
+/* what a scraper gets: the text, or what is made from it */
+enum body_format { BODY_TEXT, BODY_OPENMETRICS, BODY_PROTOBUF, BODY_NFORMATS };
+
+/* the protobuf exposition, with native histograms (--prom-native) */
+static char *body__proto(const char *text, const struct prom_registry *reg, size_t *len)
+{
+	struct pbuf pb = { 0 };
+
+	if (prom_text__to_proto(text, reg, &pb)) {
+		pbuf__free(&pb);
+		return NULL;
+	}
+	*len = pb.len;
+	return pb.buf ? (char *)pb.buf : calloc(1, 1);
+}
+
+/* text, or OpenMetrics or protobuf made from it: a body the waiting connections share */
+static struct http_body *body__render(const char *text, size_t len, enum body_format format,
+				      const struct prom_registry *reg)
 {
 	struct http_body *b = calloc(1, sizeof(*b));
+	bool openmetrics = format == BODY_OPENMETRICS;
 	FILE *out;
 
 	if (!b)
 		return NULL;
 	b->refs = 1;
-	if (!openmetrics) {
+	if (format == BODY_PROTOBUF) {
+		b->data = body__proto(text, reg, &b->len);
+	} else if (!openmetrics) {
 		b->data = malloc(len + 1);
 		if (b->data)
 			memcpy(b->data, text, len + 1);
@@ -388,16 +409,29 @@ static struct http_body *body__render(const char *text, size_t len, bool openmet
 	return b;
 }
 
-static const char *const content_type[] = {
+static const char *const content_type[BODY_NFORMATS] = {
 	"text/plain; version=0.0.4; charset=utf-8",
 	"application/openmetrics-text; version=1.0.0; charset=utf-8",
+	PROM_PROTO_CONTENT_TYPE,
 };
+
+/*
+ * Protobuf only with --prom-native: it is what a scraper asks for first when
+ * it wants native histograms, and only then has it more to give than text.
+ */
+static enum body_format body__format(const struct http_request *req,
+				     const struct prom_registry *reg)
+{
+	if (req->protobuf && prom_registry__has_native(reg))
+		return BODY_PROTOBUF;
+	return req->openmetrics ? BODY_OPENMETRICS : BODY_TEXT;
+}
 
 /* The waiting /metrics requests: one render, one or two bodies, every answer started. */
 static int http__flush(struct sink *s, const struct model *m, double now)
 {
 	struct http_server *hs = s->priv;
-	struct http_body *bodies[2] = {};
+	struct http_body *bodies[BODY_NFORMATS] = {};
 	char *text = NULL;
 	size_t len = 0;
 	FILE *out = open_memstream(&text, &len);
@@ -412,12 +446,12 @@ static int http__flush(struct sink *s, const struct model *m, double now)
 	}
 	for (int i = 0; i < HTTP_MAX_CONNS; i++) {
 		struct http_conn *c = &hs->conns[i];
-		int om = c->req.openmetrics;
+		enum body_format om = body__format(&c->req, hs->reg);
 
 		if (c->state != CONN_RENDER)
 			continue;
 		if (text && !bodies[om])
-			bodies[om] = body__render(text, len, om);
+			bodies[om] = body__render(text, len, om, hs->reg);
 		if (!bodies[om]) {
 			conn__respond(c, "500 Internal Server Error", "text/plain", NULL,
 				      "out of memory\n", now);
@@ -426,8 +460,8 @@ static int http__flush(struct sink *s, const struct model *m, double now)
 		prom_registry__count(hs->reg, PROM_SELF_SCRAPES, 1);
 		conn__respond(c, "200 OK", content_type[om], bodies[om], NULL, now);
 	}
-	body__put(bodies[0]);
-	body__put(bodies[1]);
+	for (int i = 0; i < BODY_NFORMATS; i++)
+		body__put(bodies[i]);
 	free(text);
 	return 0;
 }

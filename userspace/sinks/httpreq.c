@@ -50,8 +50,12 @@ static void header__parse(const char *s, size_t n, struct http_request *req)
 {
 	static const char om[] = "application/openmetrics-text";
 
+	static const char pb[] = "proto=io.prometheus.client.MetricFamily";
+
 	if (n > 7 && !strncasecmp(s, "accept:", 7) && memmem(s + 7, n - 7, om, sizeof(om) - 1))
 		req->openmetrics = true;
+	if (n > 7 && !strncasecmp(s, "accept:", 7) && memmem(s + 7, n - 7, pb, sizeof(pb) - 1))
+		req->protobuf = true;
 }
 
 int http_request__parse(const char *buf, size_t len, struct http_request *req)

@@ -16,6 +16,7 @@ struct http_request {
 	enum http_method method;
 	char path[256];		/* without the query string; "" if too long */
 	bool openmetrics;	/* Accept names application/openmetrics-text */
+	bool protobuf;		/* Accept names the protobuf exposition (MetricFamily) */
 };
 
 /* 1: a whole request head is in buf[0..len); 0: more bytes needed; -1: not HTTP/1.x */

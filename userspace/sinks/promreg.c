@@ -74,6 +74,11 @@ struct prom_series {
 	__u64 busy_now_ns;		/* the oldest current iteration of its live threads */
 	double dead_since;		/* when live fell to 0; < 0 while alive */
 	bool doomed;			/* goes at the end of this fold */
+	/*
+	 * --prom-native, loop series: the kernel's buckets (LW_HIST_BUCKETS),
+	 * counted like total; promproto.c maps them to native ones (lib/hist.h)
+	 */
+	__u64 *native;
 	struct prom_series *hash_next;
 };
 
@@ -95,6 +100,7 @@ struct prom_source {
 	bool dropped;		/* its series went after the staleness window */
 	bool capped;		/* found no room under the series cap (counted once) */
 	__u64 busy_now_ns;	/* a loop thread's current iteration, 0 while it waits */
+	__u64 *native_last;	/* --prom-native: its histogram as last folded (LW_HIST_BUCKETS) */
 	struct prom_source *hash_next;
 };
 
@@ -265,27 +271,11 @@ static void strbuf__label_u32(struct strbuf *sb, const char *name, __u32 value)
 static void strbuf__service(struct strbuf *sb, const struct cgroup_identity *id,
 			    const struct k8s_names *k8s)
 {
-	char name[sizeof(k8s->ns) + sizeof(k8s->container) + 1];
+	char name[CGROUP_SERVICE_LEN];
 
-	switch (id->kind) {
-	case CGROUP_K8S:
-		if (k8s && k8s->ns[0] && k8s->container[0]) {
-			snprintf(name, sizeof(name), "%s/%s", k8s->ns, k8s->container);
-			strbuf__label(sb, "service", name);
-		} else {
-			strbuf__label(sb, "service", id->pod_uid);
-		}
-		break;
-	case CGROUP_CONTAINER:
-		snprintf(name, sizeof(name), "container-%.12s", id->container_id);
+	cgroup__service(id, k8s, name, sizeof(name));
+	if (name[0])
 		strbuf__label(sb, "service", name);
-		break;
-	case CGROUP_SYSTEMD:
-		strbuf__label(sb, "service", id->unit);
-		break;
-	case CGROUP_NONE:
-		break;
-	}
 }
 
 /*
@@ -502,6 +492,50 @@ static void source__fold(struct prom_registry *sp, struct prom_source *ps, const
 	ps->last = *now;
 }
 
+/*
+ * The series' kernel buckets grow by what the thread's histogram grew since
+ * the last fold, in whichever series it counts in now: the same counts as
+ * the classic buckets (a record made afresh counts from zero, a new series
+ * from here on), so count and sum are shared by both.
+ */
+static void native__fold(struct prom_source *ps, const struct loop_thread *t)
+{
+	const __u64 *now = t->snap.busy_hist.counts;
+	bool restarted = false;
+
+	if (!ps->series)
+		return;
+	if (!ps->series->native &&
+	    !(ps->series->native = calloc(LW_HIST_BUCKETS, sizeof(__u64))))
+		return;
+	if (!ps->native_last && !(ps->native_last = calloc(LW_HIST_BUCKETS, sizeof(__u64))))
+		return;
+	for (unsigned int b = 0; b < LW_HIST_BUCKETS && !restarted; b++)
+		restarted = now[b] < ps->native_last[b];
+	if (restarted)
+		memset(ps->native_last, 0, LW_HIST_BUCKETS * sizeof(__u64));
+	for (unsigned int b = 0; b < LW_HIST_BUCKETS; b++) {
+		ps->series->native[b] += now[b] - ps->native_last[b];
+		ps->native_last[b] = now[b];
+	}
+}
+
+const __u64 *prom_registry__native(const struct prom_registry *sp, const char *labels)
+{
+	unsigned int h = str__hash(labels);
+
+	for (const struct prom_series *s = sp->series[h]; s; s = s->hash_next) {
+		if (s->kind == PROM_LOOP && !strcmp(s->labels, labels))
+			return s->native;
+	}
+	return NULL;
+}
+
+bool prom_registry__has_native(const struct prom_registry *sp)
+{
+	return sp->opts.native;
+}
+
 static void thread__fold(struct prom_registry *sp, const struct loop_thread *t)
 {
 	char labels[PROM_LABELS_LEN];
@@ -513,6 +547,8 @@ static void thread__fold(struct prom_registry *sp, const struct loop_thread *t)
 	labels__build(labels, sizeof(labels), t, sp->opts.per_pid);
 	counts__from_thread(&now, t);
 	source__fold(sp, ps, labels, &now, t->exited);
+	if (sp->opts.native)
+		native__fold(ps, t);
 	ps->busy_now_ns = t->busy_now_ns;
 }
 
@@ -676,6 +712,7 @@ static void source__free_unseen(struct prom_registry *sp)
 			 */
 			source__retire(ps);
 			*pp = ps->hash_next;
+			free(ps->native_last);
 			free(ps);
 		}
 	}
@@ -793,6 +830,7 @@ static void series__expire(struct prom_registry *sp, double now_s)
 			}
 			*pp = s->hash_next;
 			free(s->labels);
+			free(s->native);
 			free(s);
 			sp->nseries--;
 		}
@@ -1032,6 +1070,15 @@ static void family__self_outputs(FILE *out, const struct prom_registry *sp)
 		{ PROM_SELF_CONNS_DROPPED, "loopwatch_scrape_connections_dropped_total",
 		  "Connections to --listen closed unanswered or cut: too slow, too many at "
 		  "once, or not a request." },
+		{ PROM_SELF_OTLP_SENT, "loopwatch_otlp_requests_sent_total",
+		  "OTLP requests (--otlp) the receiver accepted." },
+		{ PROM_SELF_OTLP_DROPPED, "loopwatch_otlp_requests_dropped_total",
+		  "OTLP requests dropped: the queue was full (the receiver down or slow)." },
+		{ PROM_SELF_OTLP_REFUSED, "loopwatch_otlp_requests_refused_total",
+		  "OTLP requests the receiver refused (HTTP 4xx)." },
+		{ PROM_SELF_OTLP_RETRIED, "loopwatch_otlp_requests_retried_total",
+		  "OTLP request attempts that failed (no connection, timeout, 429, 5xx) and "
+		  "were retried." },
 	};
 
 	family__header(out, "loopwatch_series", "gauge", "Series in this exposition.");
@@ -1131,6 +1178,7 @@ void prom_options__from_config(struct prom_options *opts, const struct sink_conf
 	opts->stale_s = cfg->prom_stale_s;
 	opts->max_series = cfg->prom_max_series;
 	opts->min_iterations = cfg->prom_min_iterations;
+	opts->native = cfg->prom_native;
 }
 
 void prom_registry__count(struct prom_registry *sp, enum prom_self what, __u64 n)
@@ -1219,6 +1267,7 @@ void prom_registry__free(struct prom_registry *sp)
 			struct prom_source *ps = sp->sources[h];
 
 			sp->sources[h] = ps->hash_next;
+			free(ps->native_last);
 			free(ps);
 		}
 		while (sp->series[h]) {
@@ -1226,6 +1275,7 @@ void prom_registry__free(struct prom_registry *sp)
 
 			sp->series[h] = s->hash_next;
 			free(s->labels);
+			free(s->native);
 			free(s);
 		}
 	}

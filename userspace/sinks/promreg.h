@@ -26,6 +26,7 @@ struct prom_options {
 	double stale_s;		/* a series with no live source goes after this long */
 	size_t max_series;	/* 0: no cap */
 	__u64 min_iterations;	/* a loop thread is exported from its Nth iteration on */
+	bool native;		/* loop series keep exponential buckets (native histograms) */
 };
 
 /* What the outputs count about themselves, exported as self metrics. */
@@ -35,6 +36,10 @@ enum prom_self {
 	PROM_SELF_WRITE_ERRORS,		/* textfile writes that failed */
 	PROM_SELF_SCRAPES,		/* /metrics requests answered */
 	PROM_SELF_CONNS_DROPPED,	/* scrape connections closed: too slow, too many, bad */
+	PROM_SELF_OTLP_SENT,		/* --otlp requests the receiver accepted */
+	PROM_SELF_OTLP_DROPPED,		/* --otlp requests dropped: queue full */
+	PROM_SELF_OTLP_REFUSED,		/* --otlp requests refused (HTTP 4xx) */
+	PROM_SELF_OTLP_RETRIED,		/* --otlp attempts that failed and were retried */
 	PROM_SELF_N,
 };
 
@@ -55,6 +60,13 @@ void prom_registry__put(struct prom_registry *reg);
 /* Folds the model into the series, then prints the exposition to out. now_s: monotonic. */
 void prom_registry__render(struct prom_registry *reg, const struct model *m, double now_s,
 			   FILE *out);
+/*
+ * --prom-native: the kernel's buckets (LW_HIST_BUCKETS counts, what the native
+ * ones are made of: lib/hist.h) of the loop series with these rendered labels,
+ * as of the last render; NULL when none.
+ */
+const __u64 *prom_registry__native(const struct prom_registry *reg, const char *labels);
+bool prom_registry__has_native(const struct prom_registry *reg);
 /* How long the previous write of the exposition took, for its self metric. */
 void prom_registry__set_write_time(struct prom_registry *reg, double seconds);
 void prom_registry__count(struct prom_registry *reg, enum prom_self what, __u64 n);

@@ -31,6 +31,7 @@ struct sink_config {
 	bool folded_merge;
 	const char *trace;
 	const char *report;
+	const char *pprof;	/* stall time as a pprof profile */
 	double threshold_ms;	/* --threshold: the lag target the report measures against */
 
 	/* Prometheus: the textfile, the scrape endpoint, the registry both render */
@@ -41,6 +42,14 @@ struct sink_config {
 	double prom_stale_s;
 	size_t prom_max_series;
 	__u64 prom_min_iterations;
+
+	/* OTLP/HTTP: metrics every otlp_interval_s, events as log records */
+	const char *otlp;	/* http://HOST[:PORT][/PREFIX]; NULL: none */
+	double otlp_interval_s;
+	size_t otlp_queue_bytes;
+
+	/* the lag histogram also as a native one, in the protobuf exposition (--listen) */
+	bool prom_native;
 };
 
 struct sink;

@@ -6,6 +6,7 @@
 
 extern const struct sink_ops tui_sink, text_sink, json_sink, alert_sink, prom_sink, http_sink;
 extern const struct sink_ops folded_sink, trace_sink, diagnosis_sink;
+extern const struct sink_ops pprof_sink, otlp_sink;
 
 /* Every output; the order is the order each event reaches them. */
 static const struct sink_ops *const registry[] = {
@@ -18,6 +19,8 @@ static const struct sink_ops *const registry[] = {
 	&trace_sink,
 	&diagnosis_sink,
 	&http_sink,
+	&pprof_sink,
+	&otlp_sink,
 };
 
 #define NSINKS (sizeof(registry) / sizeof(registry[0]))
