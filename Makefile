@@ -11,7 +11,7 @@ CFLAGS ?= -O2 -g
 # SAN: sanitizer flags for userspace (make check-sanitize sets them)
 CFLAGS += -std=gnu11 -Wall -Wextra -Werror -I$(OUT) -Ibpf -Iuserspace $(SAN)
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(OUT) -Ibpf -Wall -Werror
-LDLIBS := -lbpf -ldw -lelf -lz -lncursesw -lstdc++
+LDLIBS := -lbpf -ldw -lelf -lz -lncursesw -liberty
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
