@@ -9,9 +9,13 @@ import socket
 import stat
 import subprocess
 import tempfile
+import threading
 import time
+import urllib.request
 
-from lwtest import Workload, load_truth, of_type, run_traced, tmpfile, write_script
+import craftelf
+from lwtest import (Loopwatch, Workload, free_port, load_truth, of_type, run_traced, tmpfile,
+                    write_script)
 
 PLACEHOLDER = b"inject_named_for_patching_0123456789abcdef0123456789abcdef01234567"
 # a window title, a bell, a line of its own that looks like loopwatch's, a screen clear
@@ -467,3 +471,144 @@ def test_exec_takes_the_new_programs_name_and_runtime(ctx):
     assert pyframes, [st["frames"] for st in after[-1]["stacks"]]
     rows = of_type(lines, "summary", pid=pid)
     assert rows and all(r["comm"] == "python3" for r in rows), rows
+
+
+# A Python epoll loop of 30 ms iterations for SECONDS that runs SETUP (maps hostile files,
+# writes a perf map…) after its first 2 s, once loopwatch follows it; the time it started
+# written to TRUTH.
+HOSTILE_LOOP = ("import json, mmap, os, select, sys, time\n"
+                "def setup():\n"
+                "{setup}\n"
+                "    return locals()\n"
+                "print(os.getpid(), flush=True)\n"
+                "sys.stdin.readline()\n"
+                "json.dump({{'start': time.time()}}, open({truth!r}, 'w'))\n"
+                "ep = select.epoll()\n"
+                "end, at, kept = time.time() + {seconds}, time.time() + 2, None\n"
+                "while time.time() < end:\n"
+                "    ep.poll(0.02)\n"
+                "    t = time.perf_counter() + 0.01\n"
+                "    while time.perf_counter() < t:\n"
+                "        pass\n"
+                "    if kept is None and time.time() >= at:\n"
+                "        kept = setup()\n")
+
+# maps each path given (as the loader maps code: readable and executable) and keeps it
+MAP_EXEC = ("    maps = []\n"
+            "    for path in {paths!r}:\n"
+            "        fd = os.open(path, os.O_RDONLY)\n"
+            "        maps.append(mmap.mmap(fd, 0, prot=mmap.PROT_READ | mmap.PROT_EXEC))\n")
+
+
+def peak_rss_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmHWM for %d" % pid)
+
+
+def hostile_run(ctx, setup, seconds=8, interval=1.0, wrap=()):
+    """loopwatch --json -p on HOSTILE_LOOP with --listen, /healthz asked every 0.2 s (2 s
+    to answer) from its start to the loop's end: (JSON lines, stderr, peak RSS in KiB,
+    /healthz failures, the loop's start time)."""
+    truth = tmpfile()
+    w = Workload(list(wrap) + ["/usr/bin/python3", "-c", HOSTILE_LOOP.format(
+        setup=setup, truth=truth, seconds=seconds)])
+    port = free_port()
+    lw = Loopwatch(ctx, "-p", w.pid, "-i", interval, "--listen", "127.0.0.1:%d" % port)
+    failures, done = [], threading.Event()
+
+    def ask():
+        while not done.is_set():
+            t = time.time()
+            try:
+                with urllib.request.urlopen("http://127.0.0.1:%d/healthz" % port,
+                                            timeout=2) as r:
+                    if r.status != 200:
+                        failures.append((t, r.status))
+            except OSError as e:
+                failures.append((t, str(e)))
+            done.wait(0.2)
+    try:
+        lw.start()
+        asker = threading.Thread(target=ask, daemon=True)
+        asker.start()
+        w.go()
+        w.wait(timeout=seconds + 60)
+        done.set()
+        asker.join()
+        rss_kb = peak_rss_kb(lw.proc.pid)
+        lines = lw.stop(signal.SIGINT)
+        return lines, lw.stderr, rss_kb, failures, load_truth(truth)["start"]
+    finally:
+        done.set()
+        w.kill()
+        lw.kill()
+        if os.path.exists(truth):
+            os.unlink(truth)
+
+
+def assert_cadence(lines, start, interval=1.0):
+    """Interval lines every interval, none more than twice that apart, the first within
+    two intervals of the loop's start (it was set up, hostile file and all, in between)."""
+    stamps = sorted({round(l["ts"], 3) for l in of_type(lines, "interval")})
+    assert stamps, "no interval lines"
+    gaps = [b - a for a, b in zip([start] + stamps, stamps)]
+    assert max(gaps) <= 2 * interval, "interval stamps %.2f s apart (the first %.2f s " \
+        "after the loop started): %s" % (max(gaps), gaps[0], ["%.2f" % g for g in gaps])
+    return stamps
+
+
+# what the open handles may hold inflated at once (proc/elf.c), and a margin for the rest
+INFLATE_TOTAL_KB = 512 << 10
+
+
+def test_decompression_bombs_stay_compressed(ctx):
+    """Two ~1 MB files whose compressed sections inflate to 1 GiB each: one through the
+    sections loopwatch reads itself (.eh_frame_hdr, .gnu_debuglink, .debug_frame, .plt),
+    one through libdw, which inflates every .debug_* section of a file whose .debug_frame
+    it evaluates. Both mapped by a loop: loopwatch's peak RSS stays under the inflation
+    budget (512 MiB at once; it was ~1 GB per file), the refusal is said, and intervals
+    and /healthz go on."""
+    d = tempfile.mkdtemp(prefix="loopwatch-bomb-")
+    mib = 1 << 20
+    own, dw = os.path.join(d, "own.so"), os.path.join(d, "libdw.so")
+    craftelf.write(own, [(n, b"", 255 * mib) for n in
+                         (".eh_frame_hdr", ".gnu_debuglink", ".debug_frame", ".plt")])
+    craftelf.write(dw, [(".debug_frame", craftelf.debug_frame(), None)] +
+                   [(n, b"", 256 * mib) for n in
+                    (".debug_info", ".debug_abbrev", ".debug_str", ".debug_line")])
+    try:
+        lines, err, rss_kb, failures, start = hostile_run(
+            ctx, MAP_EXEC.format(paths=[own, dw]))
+    finally:
+        shutil.rmtree(d)
+    print("peak RSS %d MiB" % (rss_kb >> 10))
+    assert rss_kb < INFLATE_TOTAL_KB, "peak RSS %d MiB" % (rss_kb >> 10)
+    said = [l for l in err.splitlines() if "compressed sections claim" in l]
+    assert len(said) == 1 and ("1020 MiB" in said[0] or "1024 MiB" in said[0]), err
+    assert not failures, failures
+    assert_cadence(lines, start)
+
+
+def test_a_debuglink_to_a_huge_file_is_not_read_whole(ctx):
+    """Five small files, no build-id, each with a .gnu_debuglink naming one sparse 2 GiB
+    file beside them (an ELF header, then a hole): reading it for its CRC took ~7 s each
+    on the collection path. It is over the CRC budget (256 MiB): not read; intervals and
+    /healthz go on while a loop maps all five."""
+    d = tempfile.mkdtemp(prefix="loopwatch-debuglink-")
+    big = os.path.join(d, "big.debug")
+    craftelf.write(big, [])
+    os.truncate(big, 2 << 30)
+    link = b"big.debug\0\0\0" + (12345).to_bytes(4, "little")
+    paths = [os.path.join(d, "lib%d.so" % i) for i in range(5)]
+    for path in paths:
+        craftelf.write(path, [(".debug_frame", craftelf.debug_frame(), None),
+                              (".gnu_debuglink", link, None)])
+    try:
+        lines, err, rss_kb, failures, start = hostile_run(ctx, MAP_EXEC.format(paths=paths))
+    finally:
+        shutil.rmtree(d)
+    assert not failures, failures
+    assert_cadence(lines, start)

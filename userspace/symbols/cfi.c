@@ -421,6 +421,14 @@ static int table__fill_debug_frame(const struct elf_handle *h, struct cfi_table 
 
 	if (err)
 		return err;
+	/*
+	 * libdw inflates every compressed .debug_* section it opens, not just
+	 * this one; over the budget, .eh_frame's rows are all there is
+	 */
+	if (elf__inflate_reserve(h)) {
+		free(starts);
+		return -ENODATA;
+	}
 	dw = dwarf_begin_elf(h->elf, DWARF_C_READ, NULL);
 	cfi = dw ? dwarf_getcfi(dw) : NULL;
 	err = cfi ? table__fill(t, cfi, starts, n) : -ENODATA;
