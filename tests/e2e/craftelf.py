@@ -33,6 +33,20 @@ def debug_frame():
     return struct.pack("<I", len(cie)) + cie + struct.pack("<I", len(fde)) + fde
 
 
+def debug_frame_rows(fdes, rows):
+    """FDES FDEs of ROWS rows each (every byte of code a new CFA offset), 64 KiB apart:
+    what libdw evaluates from each FDE's start for every row."""
+    cie = struct.pack("<IBB", 0xffffffff, 1, 0) + bytes([1, 0x78, 16, 0x0c, 7, 8, 0x90, 1])
+    cie += bytes(-(len(cie) + 4) % 8)
+    out = struct.pack("<I", len(cie)) + cie
+    body = bytes([0x41, 0x0e, 16, 0x41, 0x0e, 8]) * (rows // 2)
+    for i in range(fdes):
+        fde = struct.pack("<IQQ", 0, TEXT_ADDR + i * 0x10000, rows + 1) + body
+        fde += bytes(-(len(fde) + 4) % 8)
+        out += struct.pack("<I", len(fde)) + fde
+    return out
+
+
 def write(path, sections):
     """An x86-64 ELF shared object of one loaded page (its .text a few `ret`s) and the
     sections given as (name, bytes, claim): claim None stores bytes as they are; a claim

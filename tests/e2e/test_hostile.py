@@ -651,3 +651,26 @@ def test_many_large_perf_maps_are_read_within_a_budget(ctx):
     assert rss_kb < 320 << 10, "peak RSS %d MiB" % (rss_kb >> 10)
     assert not failures, failures
     assert_cadence(lines, start)
+
+
+def test_costly_call_frame_information_is_built_within_a_budget(ctx):
+    """A 2.4 MB file of 100 FDEs of 8,000 rows each (libdw evaluates each row from its
+    FDE's start: 3.2G steps, seconds of CPU) and ten files just under the budget of
+    evaluation steps (4 FDEs of 3,900 rows: 30M steps, ~0.1 s each) mapped by a loop:
+    the first is given up at the budget and said, the others built a few a second;
+    intervals and /healthz go on."""
+    d = tempfile.mkdtemp(prefix="loopwatch-cfi-")
+    bomb = os.path.join(d, "bomb.so")
+    craftelf.write(bomb, [(".debug_frame", craftelf.debug_frame_rows(100, 8000), None)])
+    near = [os.path.join(d, "near%d.so" % i) for i in range(10)]
+    for path in near:
+        craftelf.write(path, [(".debug_frame", craftelf.debug_frame_rows(4, 3900), None)])
+    try:
+        lines, err, rss_kb, failures, start = hostile_run(
+            ctx, MAP_EXEC.format(paths=[bomb] + near), seconds=10)
+    finally:
+        shutil.rmtree(d)
+    assert not failures, failures
+    assert_cadence(lines, start)
+    said = [l for l in err.splitlines() if "call-frame information" in l]
+    assert len(said) == 1 and bomb in said[0] and "evaluation steps" in said[0], err
