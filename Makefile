@@ -106,6 +106,11 @@ $(OUT)/workloads/chainwork_split: tests/workloads/chainwork.c tests/workloads/*.
 	objcopy --strip-all --add-gnu-debuglink=$@.debug $@.full $@
 	rm -f $@.full
 
+# a shared object of every catalog function's name (the probe-storm test maps copies)
+$(OUT)/workloads/catalog_so: tests/workloads/catalog_so.c | $(OUT)/.test-deps
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O1 -shared -fPIC -Wall -Wextra -Werror -Wno-missing-prototypes $< -o $@
+
 $(OUT)/workloads/%: tests/workloads/%.c tests/workloads/*.h | $(OUT)/.test-deps
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 -g $(CFLAGS_WORKLOAD) -Wall -Wextra -Werror \

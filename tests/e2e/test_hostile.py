@@ -15,7 +15,7 @@ import urllib.request
 
 import craftelf
 from lwtest import (Loopwatch, Workload, free_port, load_truth, of_type, run_traced, tmpfile,
-                    write_script)
+                    uprobes_of, write_script)
 
 PLACEHOLDER = b"inject_named_for_patching_0123456789abcdef0123456789abcdef01234567"
 # a window title, a bell, a line of its own that looks like loopwatch's, a screen clear
@@ -493,7 +493,10 @@ HOSTILE_LOOP = ("import json, mmap, os, select, sys, time\n"
                 "    if kept is None and time.time() >= at:\n"
                 "        kept = setup()\n"
                 "    if kept and 'spin' in kept:\n"
-                "        kept['spin']()\n")
+                "        kept['spin']()\n"
+                "    if kept and kept.get('until') and time.time() >= kept['until']:\n"
+                "        kept['undo']()\n"
+                "        kept['until'] = None\n")
 
 # maps each path given (as the loader maps code: readable and executable) and keeps it
 MAP_EXEC = ("    maps = []\n"
@@ -510,11 +513,12 @@ def peak_rss_kb(pid):
     raise AssertionError("no VmHWM for %d" % pid)
 
 
-def hostile_run(ctx, setup, seconds=8, interval=1.0, wrap=(), procs=1, flags=(), argvs=()):
+def hostile_run(ctx, setup, seconds=8, interval=1.0, wrap=(), procs=1, flags=(), argvs=(),
+                during=None, lw_wrap=()):
     """loopwatch --json -p on PROCS HOSTILE_LOOPs (or the workloads argvs, started with
     --go) with --listen, /healthz asked every 0.2 s (2 s to answer) from its start to the
-    loops' end: (JSON lines, stderr, peak RSS in KiB, /healthz failures, the first
-    HOSTILE_LOOP's start time)."""
+    loops' end, during(loopwatch's pid) called every 0.5 s meanwhile: (JSON lines,
+    stderr, peak RSS in KiB, /healthz failures, the first HOSTILE_LOOP's start time)."""
     truth = tmpfile()
     ws = [Workload(list(wrap) + ["/usr/bin/python3", "-c", HOSTILE_LOOP.format(
         setup=setup, truth=truth if not i else os.devnull, seconds=seconds)])
@@ -522,7 +526,7 @@ def hostile_run(ctx, setup, seconds=8, interval=1.0, wrap=(), procs=1, flags=(),
     w = ws[0]
     port = free_port()
     lw = Loopwatch(ctx, "-p", ",".join(str(w.pid) for w in ws), "-i", interval,
-                   "--listen", "127.0.0.1:%d" % port, *flags)
+                   "--listen", "127.0.0.1:%d" % port, *flags, wrap=lw_wrap)
     failures, done = [], threading.Event()
 
     def ask():
@@ -536,16 +540,26 @@ def hostile_run(ctx, setup, seconds=8, interval=1.0, wrap=(), procs=1, flags=(),
             except OSError as e:
                 failures.append((t, str(e)))
             done.wait(0.2)
+
+    def watch():
+        while not done.is_set():
+            during(lw.proc.pid)
+            done.wait(0.5)
     try:
         lw.start()
         asker = threading.Thread(target=ask, daemon=True)
         asker.start()
+        watcher = threading.Thread(target=watch, daemon=True)
+        if during:
+            watcher.start()
         for w in ws:
             w.go()
         for w in ws:
             w.wait(timeout=seconds + 60)
         done.set()
         asker.join()
+        if during:
+            watcher.join()
         rss_kb = peak_rss_kb(lw.proc.pid)
         lines = lw.stop(signal.SIGINT)
         return lines, lw.stderr, rss_kb, failures, \
@@ -674,3 +688,25 @@ def test_costly_call_frame_information_is_built_within_a_budget(ctx):
     assert_cadence(lines, start)
     said = [l for l in err.splitlines() if "call-frame information" in l]
     assert len(said) == 1 and bomb in said[0] and "evaluation steps" in said[0], err
+
+
+def test_uprobe_links_leave_most_fds_free(ctx):
+    """Under `ulimit -n 256` a loop maps ten copies of a file that defines every catalog
+    function (620 uprobe links wanted; each an fd): loopwatch attaches at most 128 (half
+    its fds), says so, and runs on to its summary."""
+    d = tempfile.mkdtemp(prefix="loopwatch-fds-")
+    paths = [os.path.join(d, "lib%d.so" % i) for i in range(10)]
+    for path in paths:
+        shutil.copy(ctx.workload("catalog_so"), path)
+    seen = []
+    try:
+        lines, err, _, _, _ = hostile_run(
+            ctx, MAP_EXEC.format(paths=paths), seconds=10,
+            lw_wrap=("prlimit", "--nofile=256:256", "--"),
+            during=lambda pid: seen.append(uprobes_of(pid)))
+    finally:
+        shutil.rmtree(d)
+    print("uprobe links over time: %s" % seen)
+    assert "loopwatch: 128 uprobes attached, the most there may be" in err, err
+    assert max(seen) <= 128, seen
+    assert of_type(lines, "interval"), "no interval lines"
