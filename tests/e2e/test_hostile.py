@@ -710,3 +710,46 @@ def test_uprobe_links_leave_most_fds_free(ctx):
     assert "loopwatch: 128 uprobes attached, the most there may be" in err, err
     assert max(seen) <= 128, seen
     assert of_type(lines, "interval"), "no interval lines"
+
+
+AS_NOBODY = ("setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--")
+
+
+def test_a_symlinked_perf_map_is_not_followed(ctx):
+    """A JIT loop run as nobody (jitwork) swaps its perf map for a symlink to a root-only
+    file that names its JIT code SECRET_…: loopwatch (root) does not read it; the JIT
+    frames say the map was refused, and no output holds the secret."""
+    d = tempfile.mkdtemp(prefix="loopwatch-perfmap-")
+    os.chmod(d, 0o777)
+    trunc, out, secret = (os.path.join(d, n) for n in ("trunc.so", "out.json", "secret"))
+    with open("/lib/x86_64-linux-gnu/libz.so.1", "rb") as src, open(trunc, "wb") as dst:
+        dst.write(src.read(12000))
+    os.chmod(trunc, 0o644)
+    w = Workload(list(AS_NOBODY) + [ctx.workload("jitwork"), out, "150", trunc, "--go"])
+    lw = None
+    try:
+        with open("/proc/%d/maps" % w.pid) as f:
+            jit = [int(l.split("-")[0], 16) for l in f if l.split()[1] == "rwxp"]
+        assert jit, "no JIT mapping"
+        fd = os.open(secret, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.write(fd, b"%x 1000 SECRET_ROOT_ONLY_NAME\n" % jit[0])
+        os.close(fd)
+        subprocess.run(list(AS_NOBODY) + ["ln", "-sf", secret, "/tmp/perf-%d.map" % w.pid],
+                       check=True)
+        lw = Loopwatch(ctx, "-p", w.pid, "--threshold", "5").start()
+        w.go()
+        w.wait()
+        lines = lw.stop(signal.SIGINT)
+    finally:
+        w.kill()
+        if lw:
+            lw.kill()
+        if os.path.lexists("/tmp/perf-%d.map" % w.pid):
+            os.unlink("/tmp/perf-%d.map" % w.pid)
+        shutil.rmtree(d)
+    text = "\n".join(json.dumps(l) for l in lines) + "\n" + lw.stderr
+    assert "SECRET" not in text, [l[:300] for l in text.splitlines() if "SECRET" in l][:3]
+    refused = [f for l in of_type(lines, "stall") for st in l["stacks"] for f in st["frames"]
+               if f["func"].startswith("[perf map refused")]
+    assert refused, "no JIT frame says the map was refused"
+    assert "a perf map is a symlink or not its process's own file" in lw.stderr, lw.stderr

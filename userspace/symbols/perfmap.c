@@ -25,6 +25,7 @@
 #define PERF_MAPS_MAX_READ_PER_S (16u << 20)
 #define PERF_MAP_MAX_NAME 1024
 #define PERF_MAP_OVER "[perf map over budget]"
+#define PERF_MAP_REFUSED "[perf map refused: not the process's own]"
 /* lookups look back this far for an older, larger entry that covers the address */
 #define PERF_MAP_LOOK_BACK 16
 
@@ -44,6 +45,7 @@ struct perf_map {
 	uint32_t seq;
 	size_t dropped;
 	bool over;		/* a line went past the bounds: read no further */
+	bool refused;		/* not the process's own file (proc__open_perf_map) */
 	/* the file read so far */
 	dev_t dev;
 	ino_t ino;
@@ -54,7 +56,7 @@ struct perf_map {
 /* what all maps hold, and what they read in the current second */
 static size_t maps_entries, maps_names;
 static uint64_t read_window_ns, read_window_bytes;
-static bool said_over;
+static bool said_over, said_refused;
 
 struct perf_map *perf_map__new(void)
 {
@@ -236,6 +238,12 @@ void perf_map__refresh(struct perf_map *pm, struct proc *p)
 
 	pm->read_ns = clock__mono_ns();
 	fd = proc__open_perf_map(p, &st);
+	pm->refused = fd == -EACCES;
+	if (pm->refused && !said_refused) {
+		fprintf(stderr, "loopwatch: a perf map is a symlink or not its process's own "
+			"file: not read, its JIT frames show %s; said once\n", PERF_MAP_REFUSED);
+		said_refused = true;
+	}
 	if (fd < 0)
 		return;
 	/* a new file (the process restarted its JIT, or the pid is another's), or cut short */
@@ -398,10 +406,12 @@ bool perf_map__frame(const struct perf_map *pm, uint64_t addr, struct frame *f)
 	const struct pm_entry *e = perf_map__find(pm, addr);
 	const char *name;
 
-	if (!e && pm->over) {
+	if (!e && (pm->over || pm->refused)) {
+		const char *why = pm->refused ? PERF_MAP_REFUSED : PERF_MAP_OVER;
+
 		f->kind = FRAME_JIT;
 		copy__n(f->module, sizeof(f->module), "[perf-map]", 10);
-		copy__n(f->func, sizeof(f->func), PERF_MAP_OVER, sizeof(PERF_MAP_OVER) - 1);
+		copy__n(f->func, sizeof(f->func), why, strlen(why));
 		return true;
 	}
 	if (!e)
