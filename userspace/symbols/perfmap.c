@@ -13,16 +13,17 @@
 /*
  * Bounds: a long-running Node server's map only grows, and any process may
  * write one of millions of lines. Entries and names a map and for all maps
- * together; what is read is a step per refresh, and at most so much a second
- * for all maps together, so that no drain waits on a map: the rest comes
- * later. A map over its bounds is read no further and says so in its frames.
+ * together; what is read is a step per refresh, and at most so many bytes and
+ * so much CPU a second for all maps together, so that no drain waits on a map:
+ * the rest comes later. A map over its bounds is read no further and says so in its frames.
  */
 #define PERF_MAP_MAX_ENTRIES (1u << 20)
 #define PERF_MAP_MAX_NAMES (64u << 20)
 #define PERF_MAPS_MAX_ENTRIES (2u << 20)
 #define PERF_MAPS_MAX_NAMES (128u << 20)
-#define PERF_MAP_MAX_READ (4u << 20)	/* per refresh */
+#define PERF_MAP_MAX_READ (1u << 20)	/* per refresh */
 #define PERF_MAPS_MAX_READ_PER_S (16u << 20)
+#define PERF_MAPS_MAX_CPU_NS_PER_S 200000000ull	/* reading and sorting them */
 #define PERF_MAP_MAX_NAME 1024
 #define PERF_MAP_OVER "[perf map over budget]"
 #define PERF_MAP_REFUSED "[perf map refused: not the process's own]"
@@ -55,7 +56,7 @@ struct perf_map {
 
 /* what all maps hold, and what they read in the current second */
 static size_t maps_entries, maps_names;
-static uint64_t read_window_ns, read_window_bytes;
+static uint64_t read_window_ns, read_window_bytes, read_window_cpu_ns;
 static bool said_over, said_refused;
 
 struct perf_map *perf_map__new(void)
@@ -230,7 +231,7 @@ size_t perf_map__parse(struct perf_map *pm, const char *text, size_t len)
 
 void perf_map__refresh(struct perf_map *pm, struct proc *p)
 {
-	uint64_t want;
+	uint64_t want, cpu0;
 	struct stat st;
 	size_t got = 0;
 	char *buf;
@@ -260,7 +261,13 @@ void perf_map__refresh(struct perf_map *pm, struct proc *p)
 	if (pm->read_ns - read_window_ns >= 1000000000ull) {
 		read_window_ns = pm->read_ns;
 		read_window_bytes = 0;
+		read_window_cpu_ns = 0;
 	}
+	if (read_window_cpu_ns >= PERF_MAPS_MAX_CPU_NS_PER_S) {
+		close(fd);
+		return;
+	}
+	cpu0 = clock__thread_cpu_ns();
 	want = (uint64_t)st.st_size - pm->consumed;
 	if (want > PERF_MAP_MAX_READ)
 		want = PERF_MAP_MAX_READ;
@@ -287,6 +294,7 @@ void perf_map__refresh(struct perf_map *pm, struct proc *p)
 		pm->consumed += used;
 	}
 	free(buf);
+	read_window_cpu_ns += clock__thread_cpu_ns() - cpu0;
 }
 
 uint64_t perf_map__read_ns(const struct perf_map *pm)
