@@ -41,7 +41,7 @@ FUZZ_SEEDS = {
     "fuzz_cfi": ["{build}/workloads/chainwork", "{build}/workloads/chainwork_split",
                  "{build}/workloads/chainwork_split.debug"],
     "fuzz_perfmap": [os.path.join(HERE, "fuzz", "seeds", "perf.map")],
-    "fuzz_demangle": [os.path.join(HERE, "fuzz", "seeds", "name%d.txt" % i) for i in range(1, 6)],
+    "fuzz_demangle": [os.path.join(HERE, "fuzz", "seeds", "name%d.txt" % i) for i in range(1, 7)],
     "fuzz_maps": ["/proc/self/maps", "/proc/1/maps"],
     "fuzz_procstat": ["/proc/self/stat", "/proc/1/stat"],
     "fuzz_elf": ["{build}/workloads/stallwork", "/usr/lib/x86_64-linux-gnu/libz.so.1"],

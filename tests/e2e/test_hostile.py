@@ -9,9 +9,13 @@ import socket
 import stat
 import subprocess
 import tempfile
+import threading
 import time
+import urllib.request
 
-from lwtest import Workload, alert_lines, load_truth, of_type, run_traced, tmpfile, write_script
+import craftelf
+from lwtest import (Loopwatch, Workload, alert_lines, free_port, load_truth, of_type, run_traced,
+                    tmpfile, uprobes_of, write_script)
 
 PLACEHOLDER = b"inject_named_for_patching_0123456789abcdef0123456789abcdef01234567"
 # a window title, a bell, a line of its own that looks like loopwatch's, a screen clear
@@ -503,3 +507,292 @@ def test_exec_takes_the_new_programs_name_and_runtime(ctx):
     assert pyframes, [st["frames"] for st in after[-1]["stacks"]]
     rows = of_type(lines, "summary", pid=pid)
     assert rows and all(r["comm"] == "python3" for r in rows), rows
+
+
+# A Python epoll loop of 30 ms iterations for SECONDS that runs SETUP (maps hostile files,
+# writes a perf map…) after its first 2 s, once loopwatch follows it; the time it started
+# written to TRUTH.
+HOSTILE_LOOP = ("import json, mmap, os, select, sys, time\n"
+                "def setup():\n"
+                "{setup}\n"
+                "    return locals()\n"
+                "print(os.getpid(), flush=True)\n"
+                "sys.stdin.readline()\n"
+                "json.dump({{'start': time.time()}}, open({truth!r}, 'w'))\n"
+                "ep = select.epoll()\n"
+                "end, at, kept = time.time() + {seconds}, time.time() + 2, None\n"
+                "while time.time() < end:\n"
+                "    ep.poll(0.02)\n"
+                "    t = time.perf_counter() + 0.01\n"
+                "    while time.perf_counter() < t and not kept:\n"
+                "        pass\n"
+                "    if kept is None and time.time() >= at:\n"
+                "        kept = setup()\n"
+                "    if kept and 'spin' in kept:\n"
+                "        kept['spin']()\n"
+                "    if kept and kept.get('until') and time.time() >= kept['until']:\n"
+                "        kept['undo']()\n"
+                "        kept['until'] = None\n")
+
+# maps each path given (as the loader maps code: readable and executable) and keeps it
+MAP_EXEC = ("    maps = []\n"
+            "    for path in {paths!r}:\n"
+            "        fd = os.open(path, os.O_RDONLY)\n"
+            "        maps.append(mmap.mmap(fd, 0, prot=mmap.PROT_READ | mmap.PROT_EXEC))\n")
+
+
+def asan_built(ctx):
+    """Whether loopwatch was built with AddressSanitizer (make check-sanitize)."""
+    with open(ctx.loopwatch, "rb") as f:
+        return b"__asan_init" in f.read()
+
+
+def peak_rss_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmHWM for %d" % pid)
+
+
+def hostile_run(ctx, setup, seconds=8, interval=1.0, wrap=(), procs=1, flags=(), argvs=(),
+                during=None, lw_wrap=()):
+    """loopwatch --json -p on PROCS HOSTILE_LOOPs (or the workloads argvs, started with
+    --go) with --listen, /healthz asked every 0.2 s (2 s to answer) from its start to the
+    loops' end, during(loopwatch's pid) called every 0.5 s meanwhile: (JSON lines,
+    stderr, peak RSS in KiB, /healthz failures, the first HOSTILE_LOOP's start time)."""
+    truth = tmpfile()
+    ws = [Workload(list(wrap) + ["/usr/bin/python3", "-c", HOSTILE_LOOP.format(
+        setup=setup, truth=truth if not i else os.devnull, seconds=seconds)])
+        for i in range(procs if not argvs else 0)] + [Workload(a) for a in argvs]
+    w = ws[0]
+    port = free_port()
+    lw = Loopwatch(ctx, "-p", ",".join(str(w.pid) for w in ws), "-i", interval,
+                   "--listen", "127.0.0.1:%d" % port, *flags, wrap=lw_wrap)
+    failures, done = [], threading.Event()
+
+    def ask():
+        while not done.is_set():
+            t = time.time()
+            try:
+                with urllib.request.urlopen("http://127.0.0.1:%d/healthz" % port,
+                                            timeout=2) as r:
+                    if r.status != 200:
+                        failures.append((t, r.status))
+            except OSError as e:
+                failures.append((t, str(e)))
+            done.wait(0.2)
+
+    def watch():
+        while not done.is_set():
+            during(lw.proc.pid)
+            done.wait(0.5)
+    try:
+        lw.start()
+        asker = threading.Thread(target=ask, daemon=True)
+        asker.start()
+        watcher = threading.Thread(target=watch, daemon=True)
+        if during:
+            watcher.start()
+        for w in ws:
+            w.go()
+        for w in ws:
+            w.wait(timeout=seconds + 60)
+        done.set()
+        asker.join()
+        if during:
+            watcher.join()
+        rss_kb = peak_rss_kb(lw.proc.pid)
+        lines = lw.stop(signal.SIGINT)
+        return lines, lw.stderr, rss_kb, failures, \
+            None if argvs else load_truth(truth)["start"]
+    finally:
+        done.set()
+        for w in ws:
+            w.kill()
+        lw.kill()
+        if os.path.exists(truth):
+            os.unlink(truth)
+
+
+def assert_cadence(lines, start, interval=1.0):
+    """Interval lines every interval, none more than twice that apart, the first within
+    two intervals of the loop's start (it was set up, hostile file and all, in between)."""
+    stamps = sorted({round(l["ts"], 3) for l in of_type(lines, "interval")})
+    assert stamps, "no interval lines"
+    gaps = [b - a for a, b in zip([start] + stamps, stamps)]
+    print("interval stamps at most %.2f s apart (%d of them)" % (max(gaps), len(gaps)))
+    assert max(gaps) <= 2 * interval, "interval stamps %.2f s apart (the first %.2f s " \
+        "after the loop started): %s" % (max(gaps), gaps[0], ["%.2f" % g for g in gaps])
+    return stamps
+
+
+# what the open handles may hold inflated at once (proc/elf.c), and a margin for the rest
+INFLATE_TOTAL_KB = 512 << 10
+
+
+def test_decompression_bombs_stay_compressed(ctx):
+    """Two ~1 MB files whose compressed sections inflate to 1 GiB each: one through the
+    sections loopwatch reads itself (.eh_frame_hdr, .gnu_debuglink, .debug_frame, .plt),
+    one through libdw, which inflates every .debug_* section of a file whose .debug_frame
+    it evaluates. Both mapped by a loop: loopwatch's peak RSS stays under the inflation
+    budget (512 MiB at once; it was ~1 GB per file), the refusal is said, and intervals
+    and /healthz go on."""
+    d = tempfile.mkdtemp(prefix="loopwatch-bomb-")
+    mib = 1 << 20
+    own, dw = os.path.join(d, "own.so"), os.path.join(d, "libdw.so")
+    craftelf.write(own, [(n, b"", 255 * mib) for n in
+                         (".eh_frame_hdr", ".gnu_debuglink", ".debug_frame", ".plt")])
+    craftelf.write(dw, [(".debug_frame", craftelf.debug_frame(), None)] +
+                   [(n, b"", 256 * mib) for n in
+                    (".debug_info", ".debug_abbrev", ".debug_str", ".debug_line")])
+    try:
+        lines, err, rss_kb, failures, start = hostile_run(
+            ctx, MAP_EXEC.format(paths=[own, dw]))
+    finally:
+        shutil.rmtree(d)
+    print("peak RSS %d MiB" % (rss_kb >> 10))
+    assert rss_kb < INFLATE_TOTAL_KB, "peak RSS %d MiB" % (rss_kb >> 10)
+    said = [l for l in err.splitlines() if "compressed sections claim" in l]
+    assert len(said) == 1 and ("1020 MiB" in said[0] or "1024 MiB" in said[0]), err
+    assert not failures, failures
+    assert_cadence(lines, start)
+
+
+def test_a_debuglink_to_a_huge_file_is_not_read_whole(ctx):
+    """Five small files, no build-id, each with a .gnu_debuglink naming one sparse 2 GiB
+    file beside them (an ELF header, then a hole): reading it for its CRC took ~7 s each
+    on the collection path. It is over the CRC budget (256 MiB): not read; intervals and
+    /healthz go on while a loop maps all five."""
+    d = tempfile.mkdtemp(prefix="loopwatch-debuglink-")
+    big = os.path.join(d, "big.debug")
+    craftelf.write(big, [])
+    os.truncate(big, 2 << 30)
+    link = b"big.debug\0\0\0" + (12345).to_bytes(4, "little")
+    paths = [os.path.join(d, "lib%d.so" % i) for i in range(5)]
+    for path in paths:
+        craftelf.write(path, [(".debug_frame", craftelf.debug_frame(), None),
+                              (".gnu_debuglink", link, None)])
+    try:
+        lines, err, rss_kb, failures, start = hostile_run(ctx, MAP_EXEC.format(paths=paths))
+    finally:
+        shutil.rmtree(d)
+    assert not failures, failures
+    assert_cadence(lines, start)
+
+
+def test_many_large_perf_maps_are_read_within_a_budget(ctx):
+    """Two JIT loops (jitwork, half a CPU each at nice -10), each with a perf map of 3M
+    lines before the one that names its code (90 MB each): the maps are read in steps within a budget (1 MiB a step,
+    16 MiB and 0.2 s of CPU a second for all maps), sorted by merging each step in;
+    intervals and /healthz go on while they are read."""
+    trunc = tmpfile(".so")
+    with open("/lib/x86_64-linux-gnu/libz.so.1", "rb") as src, open(trunc, "wb") as dst:
+        dst.write(src.read(12000))
+    outs = [tmpfile() for _ in range(2)]
+    try:
+        lines, err, rss_kb, failures, _ = hostile_run(
+            ctx, None, flags=("--threshold", "5"),
+            argvs=[["env", "JITWORK_MAP_LINES=3000000", ctx.workload("jitwork"), out, "450",
+                    trunc, "--go"] for out in outs])
+        start = min(r["start"] for out in outs for r in load_truth(out)["records"])
+    finally:
+        os.unlink(trunc)
+        for out in outs:
+            if os.path.exists(out):
+                os.unlink(out)
+    print("peak RSS %d MiB" % (rss_kb >> 10))
+    # the maps' bound (2M entries of 24 bytes, merged through a copy, and 128 MiB of
+    # names) above the ~70 MiB loopwatch takes anyway; ASan's quarantine keeps up to
+    # 256 MiB of what was freed
+    assert rss_kb < (320 + 256 * asan_built(ctx)) << 10, "peak RSS %d MiB" % (rss_kb >> 10)
+    assert not failures, failures
+    assert_cadence(lines, start)
+
+
+def test_costly_call_frame_information_is_built_within_a_budget(ctx):
+    """A 2.4 MB file of 100 FDEs of 8,000 rows each (libdw evaluates each row from its
+    FDE's start: 3.2G steps, seconds of CPU) and ten files just under the budget of
+    evaluation steps (4 FDEs of 3,900 rows: 30M steps, ~0.1 s each) mapped by a loop:
+    the first is given up at the budget and said, the others built a few a second;
+    intervals and /healthz go on."""
+    d = tempfile.mkdtemp(prefix="loopwatch-cfi-")
+    bomb = os.path.join(d, "bomb.so")
+    craftelf.write(bomb, [(".debug_frame", craftelf.debug_frame_rows(100, 8000), None)])
+    near = [os.path.join(d, "near%d.so" % i) for i in range(10)]
+    for path in near:
+        craftelf.write(path, [(".debug_frame", craftelf.debug_frame_rows(4, 3900), None)])
+    try:
+        lines, err, rss_kb, failures, start = hostile_run(
+            ctx, MAP_EXEC.format(paths=[bomb] + near), seconds=10)
+    finally:
+        shutil.rmtree(d)
+    assert not failures, failures
+    assert_cadence(lines, start)
+    said = [l for l in err.splitlines() if "call-frame information" in l]
+    assert len(said) == 1 and bomb in said[0] and "evaluation steps" in said[0], err
+
+
+def test_uprobe_links_leave_most_fds_free(ctx):
+    """Under `ulimit -n 256` a loop maps ten copies of a file that defines every catalog
+    function (620 uprobe links wanted; each an fd): loopwatch attaches at most 128 (half
+    its fds), says so, and runs on to its summary."""
+    d = tempfile.mkdtemp(prefix="loopwatch-fds-")
+    paths = [os.path.join(d, "lib%d.so" % i) for i in range(10)]
+    for path in paths:
+        shutil.copy(ctx.workload("catalog_so"), path)
+    seen = []
+    try:
+        lines, err, _, _, _ = hostile_run(
+            ctx, MAP_EXEC.format(paths=paths), seconds=10,
+            lw_wrap=("prlimit", "--nofile=256:256", "--"),
+            during=lambda pid: seen.append(uprobes_of(pid)))
+    finally:
+        shutil.rmtree(d)
+    print("uprobe links over time: %s" % seen)
+    assert "loopwatch: 128 uprobes attached, the most there may be" in err, err
+    assert max(seen) <= 128, seen
+    assert of_type(lines, "interval"), "no interval lines"
+
+
+AS_NOBODY = ("setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--")
+
+
+def test_a_symlinked_perf_map_is_not_followed(ctx):
+    """A JIT loop run as nobody (jitwork) swaps its perf map for a symlink to a root-only
+    file that names its JIT code SECRET_…: loopwatch (root) does not read it; the JIT
+    frames say the map was refused, and no output holds the secret."""
+    d = tempfile.mkdtemp(prefix="loopwatch-perfmap-")
+    os.chmod(d, 0o777)
+    trunc, out, secret = (os.path.join(d, n) for n in ("trunc.so", "out.json", "secret"))
+    with open("/lib/x86_64-linux-gnu/libz.so.1", "rb") as src, open(trunc, "wb") as dst:
+        dst.write(src.read(12000))
+    os.chmod(trunc, 0o644)
+    w = Workload(list(AS_NOBODY) + [ctx.workload("jitwork"), out, "150", trunc, "--go"])
+    lw = None
+    try:
+        with open("/proc/%d/maps" % w.pid) as f:
+            jit = [int(l.split("-")[0], 16) for l in f if l.split()[1] == "rwxp"]
+        assert jit, "no JIT mapping"
+        fd = os.open(secret, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.write(fd, b"%x 1000 SECRET_ROOT_ONLY_NAME\n" % jit[0])
+        os.close(fd)
+        subprocess.run(list(AS_NOBODY) + ["ln", "-sf", secret, "/tmp/perf-%d.map" % w.pid],
+                       check=True)
+        lw = Loopwatch(ctx, "-p", w.pid, "--threshold", "5").start()
+        w.go()
+        w.wait()
+        lines = lw.stop(signal.SIGINT)
+    finally:
+        w.kill()
+        if lw:
+            lw.kill()
+        if os.path.lexists("/tmp/perf-%d.map" % w.pid):
+            os.unlink("/tmp/perf-%d.map" % w.pid)
+        shutil.rmtree(d)
+    text = "\n".join(json.dumps(l) for l in lines) + "\n" + lw.stderr
+    assert "SECRET" not in text, [l[:300] for l in text.splitlines() if "SECRET" in l][:3]
+    refused = [f for l in of_type(lines, "stall") for st in l["stacks"] for f in st["frames"]
+               if f["func"].startswith("[perf map refused")]
+    assert refused, "no JIT frame says the map was refused"
+    assert "a perf map is a symlink or not its process's own file" in lw.stderr, lw.stderr

@@ -201,9 +201,10 @@ static void test_real_file(const char *path, size_t min_rows)
 	}
 	t0 = cpu_ms();
 	err = cfi__build(&h, NULL, &t);
-	printf("%s: %zu FDEs, %zu rows (%zu KiB), %u pages, %zu unsupported, built in %.1f ms\n",
-	       path, t.fdes, t.n, t.n * sizeof(*t.rows) / 1024, t.npages, t.unsupported,
-	       cpu_ms() - t0);
+	printf("%s: %zu FDEs, %zu rows (%zu KiB), %u pages, %zu unsupported, %zu steps, "
+	       "built in %.1f ms\n", path, t.fdes, t.n, t.n * sizeof(*t.rows) / 1024, t.npages,
+	       t.unsupported, t.steps, cpu_ms() - t0);
+	CHECK(!t.lies, "%s: %zu search-table entries start no FDE", path, t.lies);
 	CHECK(!err && t.n >= min_rows, "%s: %d, %zu rows", path, err, t.n);
 	CHECK(t.unsupported * 100 <= t.evaluated, "%s: %zu of %zu rows unsupported", path,
 	      t.unsupported, t.evaluated);

@@ -5,6 +5,7 @@
  * everything else left alone, hostile names refused.
  */
 #define _GNU_SOURCE
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "proc/elf.h"
@@ -62,6 +63,72 @@ static int name__visit(const struct elf_symbol *s, void *ctx)
 	return 0;
 }
 
+/* The process's peak resident set so far (VmHWM), in KiB. */
+static long peak_rss_kb(void)
+{
+	char line[256];
+	long kb = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "VmHWM:", 6))
+			kb = strtol(line + 6, NULL, 10);
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+/*
+ * A name whose printed form doubles with every level: each level is a
+ * template (or function type) of two copies of the level before, named by
+ * substitution. 22 levels of templates print 142 MB.
+ */
+static void doubling__make(char *buf, size_t len, int levels, bool functions)
+{
+	static const char digits[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+	size_t n = (size_t)snprintf(buf, len, "_Z1f1AIiiE");
+
+	for (int k = 0; k < levels && n < len; k++) {
+		/* the level before, in base 36: a pointer to a function type is two */
+		int i = functions && k ? 2 * k : k;
+		char sub[4] = { digits[i % 36] };
+
+		if (i >= 36)
+			sub[0] = digits[i / 36], sub[1] = digits[i % 36];
+		n += (size_t)snprintf(buf + n, len - n,
+				      functions ? "PFvS%s_S%s_E" : "S_IS%s_S%s_E", sub, sub);
+	}
+}
+
+/* A crafted name's demangling stops at its budget: marked, and costing no memory. */
+static void check_over_budget(void)
+{
+	static const struct {
+		int levels;
+		bool functions;
+	} kinds[] = { { 22, false }, { 40, false }, { 60, false }, { 22, true }, { 60, true } };
+	char name[1024], out[128];
+	unsigned long before = demangle__over_budget();
+	long rss_kb = peak_rss_kb();
+
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		doubling__make(name, sizeof(name), kinds[i].levels, kinds[i].functions);
+		CHECK(demangle__display(name, out, sizeof(out)) &&
+			      strstr(out, "[demangle over budget]") && !strncmp(out, name, 16),
+		      "%zu bytes, %d levels: '%s'", strlen(name), kinds[i].levels, out);
+	}
+	/* the budget was what stopped each, not a refusal of the name */
+	CHECK(demangle__over_budget() - before == 5, "%lu over budget",
+	      demangle__over_budget() - before);
+	/* the unbounded demangler held the whole output: 142 MB for the first */
+	CHECK(peak_rss_kb() - rss_kb < 8 * 1024, "peak RSS grew %ld KiB",
+	      peak_rss_kb() - rss_kb);
+	/* a few levels are a name like any other */
+	doubling__make(name, sizeof(name), 3, false);
+	CHECK(demangle__display(name, out, sizeof(out)) && !strcmp(out, "f"), "'%s'", out);
+	CHECK(demangle__over_budget() - before == 5, "%lu", demangle__over_budget() - before);
+}
+
 int main(void)
 {
 	struct all_names a = { 0 };
@@ -104,6 +171,7 @@ int main(void)
 			deep[i] = "PFvE"[i % 4];
 		expect(deep, NULL);
 	}
+	check_over_budget();
 	/* every C++ function node exports */
 	if (!elf__open(&h, "/usr/bin/node")) {
 		elf__symbols(&h, SHT_DYNSYM, name__visit, &a);

@@ -124,8 +124,77 @@ static void test_process(void)
 	procs__free(ps);
 }
 
+/* N lines naming 16-byte code at 0x100000000 + 16 i, "f<i>", from line first on. */
+static char *lines__make(size_t first, size_t n, size_t *len)
+{
+	char *text = malloc(n * 40), *p = text;
+
+	for (size_t i = first; text && i < first + n; i++)
+		p += sprintf(p, "%lx 10 f%zu\n", 0x100000000ul + 16 * i, i);
+	*len = text ? (size_t)(p - text) : 0;
+	return text;
+}
+
+/*
+ * A map read in steps is sorted as a whole; maps past their bounds (1M entries a
+ * map, 2M for all) keep what fits, stop reading, and name what they miss as such.
+ */
+static void test_bounds(void)
+{
+	struct perf_map *a = perf_map__new(), *b = perf_map__new(), *c = perf_map__new();
+	size_t len, used = 0, step;
+	char *text = lines__make(0, (1u << 20) + 10, &len);
+	struct frame f;
+
+	CHECK(text, "no memory");
+	if (!text)
+		return;
+	/* backwards in steps of whole lines: every step merged into what is sorted */
+	for (size_t end = len; end > 0; end -= step) {
+		size_t start = end > 65536 ? end - 65536 : 0;
+
+		while (start > 0 && text[start - 1] != '\n')
+			start--;
+		step = end - start;
+		used += perf_map__parse(a, text + start, step);
+	}
+	/* the step that went over stopped at the line that did not fit */
+	CHECK(used < len && len - used < 20 * 10, "%zu of %zu bytes", used, len);
+	CHECK(perf_map__entries(a, NULL) == 1u << 20, "%zu", perf_map__entries(a, NULL));
+	CHECK(lookup(a, 0x100000000ul + 16 * 1000000 + 3, &f) && !strcmp(f.func, "f1000000"),
+	      "'%s'", f.func);
+	CHECK(lookup(a, 0x100000000ul + 16 * 20 + 15, &f) && !strcmp(f.func, "f20"), "'%s'",
+	      f.func);
+	/* the last step read was the file's first lines: ten of them did not fit */
+	{
+		int over = 0;
+
+		for (size_t i = 0; i < 8192; i++)
+			over += lookup(a, 0x100000000ul + 16 * i, &f) &&
+				!strcmp(f.func, "[perf map over budget]");
+		CHECK(over == 10, "%d lines unnamed", over);
+	}
+	/* a second map fits whole, a third gets nothing: the bound of all maps */
+	perf_map__parse(b, text, len);
+	CHECK(perf_map__entries(b, NULL) == 1u << 20, "%zu", perf_map__entries(b, NULL));
+	perf_map__parse(c, text, len);
+	CHECK(perf_map__entries(c, NULL) == 0, "%zu", perf_map__entries(c, NULL));
+	CHECK(lookup(c, 0x100000000ul, &f) && !strcmp(f.func, "[perf map over budget]"), "'%s'",
+	      f.func);
+	/* freed, a map leaves room for the next */
+	perf_map__free(b);
+	b = perf_map__new();
+	perf_map__parse(b, text, 4096);
+	CHECK(perf_map__entries(b, NULL) > 100, "%zu", perf_map__entries(b, NULL));
+	free(text);
+	perf_map__free(a);
+	perf_map__free(b);
+	perf_map__free(c);
+}
+
 int main(void)
 {
+	test_bounds();
 	test_parse();
 	test_process();
 	return check__report();

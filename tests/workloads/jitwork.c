@@ -6,7 +6,8 @@
  * (main > run_jit > [jit_trampoline] > jit_callee, ~15 ms). Hostile on
  * purpose: the map holds lines no parser should accept, the process maps a
  * truncated ELF file executable, and halfway the map vanishes; later a new
- * one names the code jit_trampoline_v2.
+ * one names the code jit_trampoline_v2. JITWORK_MAP_LINES=N in the environment
+ * puts N lines naming other code before the first map's line for it.
  *
  * usage: jitwork OUT.json ITERATIONS TRUNCATED_ELF [--go]
  */
@@ -61,6 +62,8 @@ static void perf_map__write(const char *name, bool garbage)
 		for (int i = 0; i < 5000; i++)
 			fputc('x', f);
 		fputc('\n', f);
+		for (long i = 0, n = atol(getenv("JITWORK_MAP_LINES") ?: "0"); i < n; i++)
+			fprintf(f, "%lx 10 JS:*f%ld /app/x.js:1:1\n", 0x100000000ul + 16 * i, i);
 	}
 	fprintf(f, "%lx %zx %s\n", (unsigned long)(uintptr_t)jit_code, sizeof(trampoline), name);
 	if (garbage)

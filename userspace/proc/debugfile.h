@@ -3,7 +3,8 @@
  * The separate debug file of a stripped ELF file (its .symtab, its
  * .debug_frame): by build-id under /usr/lib/debug/.build-id, the build-id
  * checked; else by .gnu_debuglink beside the file, in its .debug/ and under
- * /usr/lib/debug, the CRC-32 checked. Looked for inside the traced process's
+ * /usr/lib/debug, checked by build-id when both files have one, else by the
+ * CRC-32 of a file of at most 256 MiB (read once per file). Looked for inside the traced process's
  * root first, then in ours (the debug package may be installed on the host).
  */
 #ifndef LOOPWATCH_PROC_DEBUGFILE_H

@@ -11,8 +11,24 @@
 
 /* a file with more program headers than this is not one anybody runs */
 #define ELF_MAX_PHDRS 65535
-/* a compressed section inflates to at most this (.debug_frame of big programs: tens of MB) */
-#define ELF_MAX_INFLATED (256ull << 20)
+/*
+ * What a file's compressed sections may inflate to, all of them together
+ * (.debug_frame of big programs: tens of MB; libdw inflates every .debug_*
+ * section it opens), and what the open handles may hold inflated at once.
+ * The sizes the sections claim are what libelf allocates: a few KB may claim
+ * gigabytes, so the claims are summed before anything is inflated.
+ */
+#define ELF_MAX_INFLATED_FILE (256ull << 20)
+#define ELF_MAX_INFLATED_TOTAL (512ull << 20)
+#define ELF_MAX_INFLATING 16
+
+/* The handles that hold inflated sections, and how much each may hold. */
+static struct {
+	Elf *elf;
+	uint64_t bytes;
+} inflating[ELF_MAX_INFLATING];
+static uint64_t inflated_total;
+static unsigned long inflate_refused;
 
 static int elf__begin(struct elf_handle *h, Elf *elf)
 {
@@ -65,10 +81,29 @@ int elf__open_mem(struct elf_handle *h, void *image, size_t len)
 	return elf__begin(h, elf_memory(image, len));
 }
 
+unsigned long elf__inflate_refused(void)
+{
+	return inflate_refused;
+}
+
+/* The handle's reservation given back (its sections go with it). */
+static void inflating__release(Elf *elf)
+{
+	for (int i = 0; i < ELF_MAX_INFLATING; i++) {
+		if (inflating[i].elf == elf) {
+			inflated_total -= inflating[i].bytes;
+			inflating[i].elf = NULL;
+			inflating[i].bytes = 0;
+		}
+	}
+}
+
 void elf__close(struct elf_handle *h)
 {
-	if (h->elf)
+	if (h->elf) {
+		inflating__release(h->elf);
 		elf_end(h->elf);
+	}
 	if (h->fd >= 0)
 		close(h->fd);
 	h->elf = NULL;
@@ -336,6 +371,75 @@ int elf__debug_path(const struct elf_handle *h, char *buf, size_t len)
 	return used < len ? 0 : -ENAMETOOLONG;
 }
 
+/* The size a GNU-style .zdebug section claims: "ZLIB", then 8 bytes big-endian. */
+static uint64_t zdebug__claim(Elf_Scn *scn)
+{
+	Elf_Data *raw = elf_rawdata(scn, NULL);
+	const unsigned char *b;
+	uint64_t size = 0;
+
+	if (!raw || !raw->d_buf || raw->d_size < 12 || memcmp(raw->d_buf, "ZLIB", 4))
+		return 0;
+	b = (const unsigned char *)raw->d_buf + 4;
+	for (int i = 0; i < 8; i++)
+		size = size << 8 | b[i];
+	return size;
+}
+
+/* What all of the file's compressed sections claim to inflate to, saturated at UINT64_MAX. */
+static uint64_t elf__inflate_claims(const struct elf_handle *h)
+{
+	Elf_Scn *scn = NULL;
+	uint64_t sum = 0, claim;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(h->elf, &shstrndx))
+		return 0;
+	while ((scn = elf_nextscn(h->elf, scn))) {
+		const char *n;
+		GElf_Shdr sh;
+		GElf_Chdr ch;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		claim = 0;
+		if (sh.sh_flags & SHF_COMPRESSED)
+			claim = gelf_getchdr(scn, &ch) ? ch.ch_size : UINT64_MAX;
+		else if ((n = elf_strptr(h->elf, shstrndx, sh.sh_name)) && !strncmp(n, ".zdebug", 7))
+			claim = zdebug__claim(scn);
+		sum = claim > UINT64_MAX - sum ? UINT64_MAX : sum + claim;
+	}
+	return sum;
+}
+
+int elf__inflate_reserve(const struct elf_handle *h)
+{
+	uint64_t claims;
+	int free_slot = -1;
+
+	for (int i = 0; i < ELF_MAX_INFLATING; i++) {
+		if (inflating[i].elf == h->elf)
+			return 0;
+		if (!inflating[i].elf && free_slot < 0)
+			free_slot = i;
+	}
+	claims = elf__inflate_claims(h);
+	if (claims > ELF_MAX_INFLATED_FILE || claims > ELF_MAX_INFLATED_TOTAL - inflated_total ||
+	    free_slot < 0) {
+		if (!inflate_refused++)
+			fprintf(stderr, "loopwatch: a traced file's compressed sections claim %llu "
+				"MiB, over the budget (%llu MiB a file, %llu MiB at once): left "
+				"compressed, that file's CFI or names may be missing; said once\n",
+				(unsigned long long)(claims >> 20),
+				ELF_MAX_INFLATED_FILE >> 20, ELF_MAX_INFLATED_TOTAL >> 20);
+		return -E2BIG;
+	}
+	inflating[free_slot].elf = h->elf;
+	inflating[free_slot].bytes = claims;
+	inflated_total += claims;
+	return 0;
+}
+
 int elf__section(const struct elf_handle *h, const char *name, struct elf_section *out)
 {
 	Elf_Scn *scn = NULL;
@@ -353,11 +457,10 @@ int elf__section(const struct elf_handle *h, const char *name, struct elf_sectio
 		if (sh.sh_type == SHT_NOBITS || !sh.sh_size)
 			return -ENOENT;
 		if (sh.sh_flags & SHF_COMPRESSED) {
-			GElf_Chdr ch;
+			int err = elf__inflate_reserve(h);
 
-			/* the size it claims is allocated whole: a few KB may claim gigabytes */
-			if (!gelf_getchdr(scn, &ch) || ch.ch_size > ELF_MAX_INFLATED)
-				return -E2BIG;
+			if (err)
+				return err;
 			/* libelf inflates it in memory; the file is not touched */
 			if (elf_compress(scn, 0, 0) < 0)
 				return -EIO;

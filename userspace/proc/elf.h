@@ -93,10 +93,19 @@ struct elf_section {
 /*
  * The first section called name: its bytes, decompressed when the file
  * compresses them (debug files do); -ENOENT when absent or empty, -E2BIG when
- * it would inflate past 256 MiB, -EIO when unreadable. The bytes live as long
- * as the handle.
+ * the file is over its inflation budget (elf__inflate_reserve), -EIO when
+ * unreadable. The bytes live as long as the handle.
  */
 int elf__section(const struct elf_handle *h, const char *name, struct elf_section *out);
+/*
+ * Before anything of h is inflated (elf__section; libdw, which inflates every
+ * compressed .debug_* section it opens): what all its compressed sections
+ * claim, reserved against 256 MiB a file and 512 MiB for all open handles
+ * until elf__close. -E2BIG over it (said once on stderr, counted).
+ */
+int elf__inflate_reserve(const struct elf_handle *h);
+/* How many files were refused inflation so far. */
+unsigned long elf__inflate_refused(void);
 /* The RELA relocations of every SHT_RELA section (malloc'ed); -errno. */
 int elf__relas(const struct elf_handle *h, GElf_Rela **out, size_t *n);
 /* Link-time addresses of up to max NUL-terminated copies of s in non-exec loads. */

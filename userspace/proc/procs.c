@@ -401,10 +401,10 @@ int fd__reopen_regular(int pfd, struct stat *st)
  * may be another mount namespace. Kernels before 5.6 lack it: the plain
  * /proc/PID/root path then, and callers compare the inode with the maps.
  */
-static int path__open_in_root(int pid, const char *path)
+static int path__open_in_root(int pid, const char *path, int flags)
 {
 	struct open_how how = {
-		.flags = O_PATH | O_CLOEXEC,
+		.flags = O_PATH | O_CLOEXEC | (unsigned int)flags,
 		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
 	};
 	char buf[PATH_MAX + 64];
@@ -419,14 +419,14 @@ static int path__open_in_root(int pid, const char *path)
 	if (fd >= 0 || (errno != ENOSYS && errno != EPERM))
 		return fd;
 	snprintf(buf, sizeof(buf), "/proc/%d/root%s", pid, path);
-	return open(buf, O_PATH | O_CLOEXEC);
+	return open(buf, O_PATH | O_CLOEXEC | flags);
 }
 
 int proc__open_path(struct proc *p, const char *path, struct stat *st)
 {
 	if (!path || path[0] != '/' || strlen(path) >= PATH_MAX)
 		return -1;
-	return fd__reopen_regular(path__open_in_root(p->pid, path), st);
+	return fd__reopen_regular(path__open_in_root(p->pid, path, 0), st);
 }
 
 static int mapping__open_map_files(int pid, const struct proc_mapping *m, struct stat *st)
@@ -506,12 +506,46 @@ static int proc__ns_pid(struct proc *p)
 	return v > 0 && v <= INT32_MAX ? (int)v : p->pid;
 }
 
+/* Whether uid is one of the process's (real, effective, saved, filesystem). */
+static bool proc__has_uid(struct proc *p, uid_t uid)
+{
+	char path[64], *text, *line;
+	unsigned long ids[4];
+	bool has = false;
+	size_t len;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", p->pid);
+	text = file__read_all(path, 1 << 16, &len);
+	if (!text)
+		return false;
+	line = strstr(text, "\nUid:");
+	if (line && sscanf(line + 5, "%lu %lu %lu %lu", &ids[0], &ids[1], &ids[2], &ids[3]) == 4) {
+		for (int i = 0; i < 4; i++)
+			has |= ids[i] == (unsigned long)uid;
+	}
+	free(text);
+	return has;
+}
+
 int proc__open_perf_map(struct proc *p, struct stat *st)
 {
 	char path[64];
+	int pfd;
 
 	snprintf(path, sizeof(path), "/tmp/perf-%d.map", proc__ns_pid(p));
-	return proc__open_path(p, path, st);
+	/*
+	 * The runtime writes the file itself: a symlink there, or a file of
+	 * another owner, is someone else's, and its contents would be read
+	 * with our rights (a root-only file's lines shown as frame names).
+	 */
+	pfd = path__open_in_root(p->pid, path, O_NOFOLLOW);
+	if (pfd < 0)
+		return -1;
+	if (fstat(pfd, st) || !S_ISREG(st->st_mode) || !proc__has_uid(p, st->st_uid)) {
+		close(pfd);
+		return -EACCES;
+	}
+	return fd__reopen_regular(pfd, st);
 }
 
 bool proc__comm(struct proc *p, int tid, char *buf, size_t len)

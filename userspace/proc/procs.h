@@ -75,7 +75,8 @@ int proc__open_path(struct proc *p, const char *path, struct stat *st);
 /*
  * The perf map a JIT writes for the process (/tmp/perf-PID.map: Node's
  * --perf-basic-prof, Python's -X perf), PID as the process knows itself, in
- * its root: a readable fd, or -1 when there is none.
+ * its root: a readable fd, -1 when there is none, -EACCES when it is not the
+ * process's own (a symlink, a special file, another user's).
  */
 int proc__open_perf_map(struct proc *p, struct stat *st);
 /* The thread's name (the process's when tid == pid), sanitized; false if gone. */

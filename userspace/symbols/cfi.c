@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include "lib/clock.h"
 #include <string.h>
 #include "proc/elf.h"
 #include "symbols/cfi.h"
@@ -18,11 +19,17 @@
 
 /*
  * Bounds on a file's work: libdw evaluates an FDE from its start for every
- * row, so a crafted FDE with very many rows is quadratic. The largest seen
- * here: _PyEval_EvalFrameDefault, ~2,900 rows; node, 372k rows in all.
+ * row, so a crafted FDE with very many rows is quadratic. The work is counted
+ * as the rows libdw goes through (row k of an FDE: k + 1), per file; a CPU
+ * time box stands behind the count. The largest FDE seen here:
+ * _PyEval_EvalFrameDefault, ~2,900 rows; node, 372k rows in all, 3.3M steps
+ * and 160 ms (a step costs ~2 ns, a row ~0.4 us). A table over a bound is not
+ * built: that file is walked with frame pointers, its frames marked.
  */
-#define CFI_MAX_FDE_ROWS 16384
+#define CFI_MAX_FDE_ROWS 8192
 #define CFI_MAX_ROWS (1u << LW_UW_ROW_STEPS)
+#define CFI_MAX_STEPS (32ull << 20)
+#define CFI_MAX_BUILD_NS 1000000000ull
 
 static int table__add(struct cfi_table *t, const struct lw_uw_row *r)
 {
@@ -246,9 +253,20 @@ static int table__add_fde(struct cfi_table *t, Dwarf_CFI *cfi, uint64_t start, u
 
 		if (rows >= CFI_MAX_FDE_ROWS)
 			return -E2BIG;
+		t->steps += (size_t)rows + 1;
+		if (t->steps > CFI_MAX_STEPS)
+			return -E2BIG;
+		if (!(t->evaluated & 255) && clock__thread_cpu_ns() > t->deadline_ns)
+			return -ETIME;
 		if (dwarf_cfi_addrframe(cfi, pc, &fr))
 			break;
 		dwarf_frame_info(fr, &lo, &hi, NULL);
+		/* a search table that lies: no FDE starts here, its rows are another's */
+		if (!rows && lo < start) {
+			free(fr);
+			t->lies++;
+			return 0;
+		}
 		row__from_frame(fr, (uint32_t)pc, &r);
 		free(fr);
 		t->evaluated++;
@@ -421,6 +439,14 @@ static int table__fill_debug_frame(const struct elf_handle *h, struct cfi_table 
 
 	if (err)
 		return err;
+	/*
+	 * libdw inflates every compressed .debug_* section it opens, not just
+	 * this one; over the budget, .eh_frame's rows are all there is
+	 */
+	if (elf__inflate_reserve(h)) {
+		free(starts);
+		return -ENODATA;
+	}
 	dw = dwarf_begin_elf(h->elf, DWARF_C_READ, NULL);
 	cfi = dw ? dwarf_getcfi(dw) : NULL;
 	err = cfi ? table__fill(t, cfi, starts, n) : -ENODATA;
@@ -452,6 +478,8 @@ static int table__overlay(struct cfi_table *t, const struct cfi_table *eh,
 	t->fdes = eh->fdes + df->fdes;
 	t->evaluated = eh->evaluated + df->evaluated;
 	t->unsupported = eh->unsupported + df->unsupported;
+	t->steps = eh->steps + df->steps;
+	t->lies = eh->lies + df->lies;
 	while (!err && (i < eh->n || j < df->n)) {
 		uint32_t pc = j >= df->n || (i < eh->n && eh->rows[i].pc <= df->rows[j].pc) ?
 			      eh->rows[i].pc : df->rows[j].pc;
@@ -476,7 +504,7 @@ static int table__overlay(struct cfi_table *t, const struct cfi_table *eh,
 static int table__collect(const struct elf_handle *h, const struct elf_handle *dbg,
 			  struct cfi_table *t)
 {
-	struct cfi_table eh = { 0 }, df = { 0 };
+	struct cfi_table eh = { .deadline_ns = t->deadline_ns }, df = { .deadline_ns = t->deadline_ns };
 	int err_eh, err_df;
 
 	err_eh = table__fill_eh_frame(h, &eh);
@@ -504,6 +532,7 @@ int cfi__build(const struct elf_handle *h, const struct elf_handle *dbg, struct 
 	int err;
 
 	memset(t, 0, sizeof(*t));
+	t->deadline_ns = clock__thread_cpu_ns() + CFI_MAX_BUILD_NS;
 	err = table__collect(h, dbg, t);
 	if (!err)
 		err = table__add_plt(h, t);

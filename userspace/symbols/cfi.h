@@ -30,13 +30,17 @@ struct cfi_table {
 	size_t evaluated;		/* rows libdw evaluated, before equal ones merged */
 	size_t unsupported;		/* rows with a rule the walker does not evaluate */
 	size_t plt;			/* PLT sections given the ABI's rule */
+	size_t steps;			/* rows libdw went through to evaluate them */
+	size_t lies;			/* search-table entries where no FDE starts */
+	uint64_t deadline_ns;		/* thread CPU time the build must end by */
 };
 
 /*
  * The table of h: .eh_frame (through .eh_frame_hdr), and .debug_frame
  * where .eh_frame says nothing (h's own, or its debug file dbg's; dbg may be
  * NULL). 0; -ENODATA when there is no CFI the walker can use, -E2BIG past
- * the per-file bounds, -ENOMEM, -EINVAL for malformed sections.
+ * the per-file bounds of rows and evaluation steps, -ETIME past its CPU time
+ * box, -ENOMEM, -EINVAL for malformed sections.
  */
 int cfi__build(const struct elf_handle *h, const struct elf_handle *dbg, struct cfi_table *t);
 void cfi_table__free(struct cfi_table *t);

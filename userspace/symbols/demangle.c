@@ -1,18 +1,63 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <libiberty/demangle.h>
 #include "symbols/demangle.h"
 
-/* libstdc++'s demangler (the Itanium C++ ABI's), linked with -lstdc++ */
-extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
-
 /*
- * Names come from the target's files: a crafted one could make the
- * demangler recurse deeply. Real ones stay far below this (node's longest
- * is ~600 bytes).
+ * Names come from the target's files. libiberty refuses names whose parse
+ * would need more than its recursion limit of components (DMGL_NO_RECURSE_LIMIT
+ * stays unset), which is about this length; real ones stay far below it
+ * (node's longest is ~600 bytes).
  */
-#define DEMANGLE_MAX_IN 4096
+#define DEMANGLE_MAX_IN 1024
+/*
+ * What a name may print to, and so what printing it may cost: substitutions
+ * and template parameters that refer to each other double the output with
+ * every ~10 bytes of input (240 bytes print 142 MB). libiberty's callback
+ * printer allocates only on the stack, so the budget is kept by jumping out of
+ * it. Real names stay below a third of it (libLLVM-15's longest prints 8.4 KB,
+ * node's 3.4 KB).
+ */
+#define DEMANGLE_MAX_OUT (32u << 10)
+#define DEMANGLE_MARK " [demangle over budget]"
+
+static unsigned long demangle_over_budget;
+
+unsigned long demangle__over_budget(void)
+{
+	return __atomic_load_n(&demangle_over_budget, __ATOMIC_RELAXED);
+}
+
+struct printed {
+	jmp_buf over;
+	size_t used;
+	char buf[DEMANGLE_MAX_OUT];
+};
+
+static void printed__add(const char *s, size_t n, void *opaque)
+{
+	struct printed *p = opaque;
+
+	if (n >= sizeof(p->buf) - p->used)
+		longjmp(p->over, 1);
+	memcpy(p->buf + p->used, s, n);
+	p->used += n;
+}
+
+/* 1: demangled into p->buf; 0: not a name libiberty knows; -1: over the budget */
+static int printed__demangle(struct printed *p, const char *name)
+{
+	p->used = 0;
+	if (setjmp(p->over))
+		return -1;
+	if (!cplus_demangle_v3_callback(name, DMGL_PARAMS | DMGL_TYPES, printed__add, p))
+		return 0;
+	p->buf[p->used] = '\0';
+	return 1;
+}
 
 /* The index just past the group that opens at s[i] (balanced on its own bracket kind). */
 static size_t group__end(const char *s, size_t i)
@@ -172,10 +217,10 @@ static const char *clone__suffix(const char *name)
 
 bool demangle__display(const char *raw, char *out, size_t len)
 {
-	char name[DEMANGLE_MAX_IN], *full;
+	struct printed p;
+	char name[DEMANGLE_MAX_IN];
 	const char *at, *cut;
 	size_t n = strnlen(raw, DEMANGLE_MAX_IN);
-	int status = -1;
 
 	if (!len || n >= DEMANGLE_MAX_IN)
 		return false;
@@ -186,13 +231,17 @@ bool demangle__display(const char *raw, char *out, size_t len)
 	memcpy(name, raw, n);
 	name[n] = '\0';
 	if (!strncmp(name, "_Z", 2)) {
-		full = __cxa_demangle(name, NULL, NULL, &status);
-		if (full && !status) {
-			demangle__shorten(full, out, len);
-			free(full);
+		switch (printed__demangle(&p, name)) {
+		case 1:
+			demangle__shorten(p.buf, out, len);
 			return out[0] != '\0';
+		case -1:
+			/* the mangled name, cut to leave room for the mark */
+			__atomic_fetch_add(&demangle_over_budget, 1, __ATOMIC_RELAXED);
+			n = len > sizeof(DEMANGLE_MARK) ? len - sizeof(DEMANGLE_MARK) : 0;
+			snprintf(out, len, "%.*s%s", (int)n, name, DEMANGLE_MARK);
+			return true;
 		}
-		free(full);
 	}
 	cut = clone__suffix(name);
 	if (cut)

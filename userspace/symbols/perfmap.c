@@ -10,11 +10,23 @@
 #include "proc/procs.h"
 #include "symbols/perfmap.h"
 
-/* bounds: a long-running Node server's map only grows */
+/*
+ * Bounds: a long-running Node server's map only grows, and any process may
+ * write one of millions of lines. Entries and names a map and for all maps
+ * together; what is read is a step per refresh, and at most so many bytes and
+ * so much CPU a second for all maps together, so that no drain waits on a map:
+ * the rest comes later. A map over its bounds is read no further and says so in its frames.
+ */
 #define PERF_MAP_MAX_ENTRIES (1u << 20)
 #define PERF_MAP_MAX_NAMES (64u << 20)
-#define PERF_MAP_MAX_READ (16u << 20)	/* per refresh: the rest comes next time */
+#define PERF_MAPS_MAX_ENTRIES (2u << 20)
+#define PERF_MAPS_MAX_NAMES (128u << 20)
+#define PERF_MAP_MAX_READ (1u << 20)	/* per refresh */
+#define PERF_MAPS_MAX_READ_PER_S (16u << 20)
+#define PERF_MAPS_MAX_CPU_NS_PER_S 200000000ull	/* reading and sorting them */
 #define PERF_MAP_MAX_NAME 1024
+#define PERF_MAP_OVER "[perf map over budget]"
+#define PERF_MAP_REFUSED "[perf map refused: not the process's own]"
 /* lookups look back this far for an older, larger entry that covers the address */
 #define PERF_MAP_LOOK_BACK 16
 
@@ -33,6 +45,8 @@ struct perf_map {
 	size_t names_len, names_cap;
 	uint32_t seq;
 	size_t dropped;
+	bool over;		/* a line went past the bounds: read no further */
+	bool refused;		/* not the process's own file (proc__open_perf_map) */
 	/* the file read so far */
 	dev_t dev;
 	ino_t ino;
@@ -40,24 +54,33 @@ struct perf_map {
 	uint64_t read_ns;
 };
 
+/* what all maps hold, and what they read in the current second */
+static size_t maps_entries, maps_names;
+static uint64_t read_window_ns, read_window_bytes, read_window_cpu_ns;
+static bool said_over, said_refused;
+
 struct perf_map *perf_map__new(void)
 {
 	return calloc(1, sizeof(struct perf_map));
+}
+
+static void perf_map__reset(struct perf_map *pm)
+{
+	maps_entries -= pm->n;
+	maps_names -= pm->names_len;
+	pm->n = pm->sorted = pm->names_len = pm->dropped = 0;
+	pm->consumed = 0;
+	pm->over = false;
 }
 
 void perf_map__free(struct perf_map *pm)
 {
 	if (!pm)
 		return;
+	perf_map__reset(pm);
 	free(pm->v);
 	free(pm->names);
 	free(pm);
-}
-
-static void perf_map__reset(struct perf_map *pm)
-{
-	pm->n = pm->sorted = pm->names_len = pm->dropped = 0;
-	pm->consumed = 0;
 }
 
 /* One hex field ("7f0a12" or "0x7f0a12") ending in a space: false if not. */
@@ -90,8 +113,18 @@ static bool perf_map__add(struct perf_map *pm, uint64_t start, uint64_t size, co
 {
 	struct pm_entry *e;
 
-	if (pm->n >= PERF_MAP_MAX_ENTRIES || pm->names_len + len + 1 > PERF_MAP_MAX_NAMES)
+	if (pm->n >= PERF_MAP_MAX_ENTRIES || pm->names_len + len + 1 > PERF_MAP_MAX_NAMES ||
+	    maps_entries >= PERF_MAPS_MAX_ENTRIES || maps_names + len + 1 > PERF_MAPS_MAX_NAMES) {
+		if (!said_over)
+			fprintf(stderr, "loopwatch: a perf map went over its budget (%u entries "
+				"and %u MiB of names a map, %u and %u MiB for all): it is read no "
+				"further, JIT frames it does not name show %s; said once\n",
+				PERF_MAP_MAX_ENTRIES, PERF_MAP_MAX_NAMES >> 20, PERF_MAPS_MAX_ENTRIES,
+				PERF_MAPS_MAX_NAMES >> 20, PERF_MAP_OVER);
+		said_over = true;
+		pm->over = true;
 		return false;
+	}
 	if (pm->n == pm->cap) {
 		size_t cap = pm->cap ? pm->cap * 2 : 1024;
 		struct pm_entry *v = realloc(pm->v, cap * sizeof(*v));
@@ -121,6 +154,8 @@ static bool perf_map__add(struct perf_map *pm, uint64_t start, uint64_t size, co
 	memcpy(pm->names + pm->names_len, name, len);
 	pm->names[pm->names_len + len] = '\0';
 	pm->names_len += len + 1;
+	maps_entries++;
+	maps_names += len + 1;
 	return true;
 }
 
@@ -150,11 +185,30 @@ static int entry__cmp(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/* The new entries sorted, then merged with the sorted ones: a step costs what it adds. */
 static void perf_map__sort(struct perf_map *pm)
 {
+	struct pm_entry *merged;
+	size_t i = 0, j = pm->sorted, k = 0;
+
 	if (pm->sorted == pm->n)
 		return;
-	qsort(pm->v, pm->n, sizeof(*pm->v), entry__cmp);
+	qsort(pm->v + pm->sorted, pm->n - pm->sorted, sizeof(*pm->v), entry__cmp);
+	merged = pm->sorted ? malloc(pm->cap * sizeof(*merged)) : NULL;
+	if (!merged) {
+		if (pm->sorted)
+			qsort(pm->v, pm->n, sizeof(*pm->v), entry__cmp);
+		pm->sorted = pm->n;
+		return;
+	}
+	while (i < pm->sorted || j < pm->n) {
+		if (j >= pm->n || (i < pm->sorted && entry__cmp(&pm->v[i], &pm->v[j]) <= 0))
+			merged[k++] = pm->v[i++];
+		else
+			merged[k++] = pm->v[j++];
+	}
+	free(pm->v);
+	pm->v = merged;
 	pm->sorted = pm->n;
 }
 
@@ -162,7 +216,7 @@ size_t perf_map__parse(struct perf_map *pm, const char *text, size_t len)
 {
 	const char *p = text, *end = text + len, *nl;
 
-	while (p < end && (nl = memchr(p, '\n', (size_t)(end - p)))) {
+	while (p < end && !pm->over && (nl = memchr(p, '\n', (size_t)(end - p)))) {
 		const char *e = nl;
 
 		if (e > p && e[-1] == '\r')
@@ -177,7 +231,7 @@ size_t perf_map__parse(struct perf_map *pm, const char *text, size_t len)
 
 void perf_map__refresh(struct perf_map *pm, struct proc *p)
 {
-	uint64_t want;
+	uint64_t want, cpu0;
 	struct stat st;
 	size_t got = 0;
 	char *buf;
@@ -185,6 +239,12 @@ void perf_map__refresh(struct perf_map *pm, struct proc *p)
 
 	pm->read_ns = clock__mono_ns();
 	fd = proc__open_perf_map(p, &st);
+	pm->refused = fd == -EACCES;
+	if (pm->refused && !said_refused) {
+		fprintf(stderr, "loopwatch: a perf map is a symlink or not its process's own "
+			"file: not read, its JIT frames show %s; said once\n", PERF_MAP_REFUSED);
+		said_refused = true;
+	}
 	if (fd < 0)
 		return;
 	/* a new file (the process restarted its JIT, or the pid is another's), or cut short */
@@ -193,9 +253,27 @@ void perf_map__refresh(struct perf_map *pm, struct proc *p)
 		pm->dev = st.st_dev;
 		pm->ino = st.st_ino;
 	}
+	if (pm->over) {
+		close(fd);
+		return;
+	}
+	/* this second's share for all maps: a step of what is left */
+	if (pm->read_ns - read_window_ns >= 1000000000ull) {
+		read_window_ns = pm->read_ns;
+		read_window_bytes = 0;
+		read_window_cpu_ns = 0;
+	}
+	if (read_window_cpu_ns >= PERF_MAPS_MAX_CPU_NS_PER_S) {
+		close(fd);
+		return;
+	}
+	cpu0 = clock__thread_cpu_ns();
 	want = (uint64_t)st.st_size - pm->consumed;
 	if (want > PERF_MAP_MAX_READ)
 		want = PERF_MAP_MAX_READ;
+	if (want > PERF_MAPS_MAX_READ_PER_S - read_window_bytes)
+		want = PERF_MAPS_MAX_READ_PER_S - read_window_bytes;
+	read_window_bytes += want;
 	buf = want ? malloc(want) : NULL;
 	while (buf && got < want) {
 		ssize_t r = pread(fd, buf + got, want - got, (off_t)(pm->consumed + got));
@@ -216,6 +294,7 @@ void perf_map__refresh(struct perf_map *pm, struct proc *p)
 		pm->consumed += used;
 	}
 	free(buf);
+	read_window_cpu_ns += clock__thread_cpu_ns() - cpu0;
 }
 
 uint64_t perf_map__read_ns(const struct perf_map *pm)
@@ -335,6 +414,14 @@ bool perf_map__frame(const struct perf_map *pm, uint64_t addr, struct frame *f)
 	const struct pm_entry *e = perf_map__find(pm, addr);
 	const char *name;
 
+	if (!e && (pm->over || pm->refused)) {
+		const char *why = pm->refused ? PERF_MAP_REFUSED : PERF_MAP_OVER;
+
+		f->kind = FRAME_JIT;
+		copy__n(f->module, sizeof(f->module), "[perf-map]", 10);
+		copy__n(f->func, sizeof(f->func), why, strlen(why));
+		return true;
+	}
 	if (!e)
 		return false;
 	name = pm->names + e->name;

@@ -15,6 +15,13 @@
 
 /* the vDSO is read from the target's memory: it is a page or two */
 #define VDSO_MAX_BYTES (64u << 10)
+/*
+ * CPU time building tables a second, for all files: past it the rest wait for a
+ * later update (their processes' tables are rebuilt then), so that a batch of
+ * costly files never holds the collection up. One file stays within its own
+ * bounds (symbols/cfi.h): a second of CPU at most.
+ */
+#define BUILD_MAX_NS_PER_S 300000000ull
 
 enum uw_file_state {
 	UW_FILE_LOADED,		/* its rows are in the kernel */
@@ -63,8 +70,10 @@ struct cfi_tables {
 	struct uw_file *files;
 	size_t nfiles_loaded;
 	struct uw_proc procs[LW_UW_MAX_PROCS];	/* by slot */
-	bool said_full, said_slots;
+	bool said_full, said_slots, said_over;
 	double build_s;
+	uint64_t window_ns, window_cpu_ns;	/* this second's building */
+	bool deferred;		/* a file waited for the next second */
 };
 
 /* ------------------------------------------------------------------ */
@@ -207,7 +216,17 @@ static void file__load(struct cfi_tables *u, struct uw_file *f, struct proc *p, 
 	int err;
 
 	f->state = UW_FILE_NO_CFI;
-	if (elf__loads(h, &f->segs, &f->nsegs) || file__build(p, path, h, &t))
+	if (elf__loads(h, &f->segs, &f->nsegs))
+		goto out;
+	err = file__build(p, path, h, &t);
+	if ((err == -E2BIG || err == -ETIME) && !u->said_over) {
+		fprintf(stderr, "loopwatch: the call-frame information of %s is over its budget "
+			"(%s): walked with frame pointers, its frames marked; said once\n",
+			path ? path : "[vdso]", err == -E2BIG ? "rows or evaluation steps" :
+			"a second of CPU");
+		u->said_over = true;
+	}
+	if (err)
 		goto out;
 	err = file__place(u, f, &t);
 	if (err == -ENOSPC) {
@@ -222,6 +241,22 @@ static void file__load(struct cfi_tables *u, struct uw_file *f, struct proc *p, 
 	cfi_table__free(&t);
 out:
 	u->build_s += clock__thread_cpu() - t0;
+	u->window_cpu_ns += (uint64_t)((clock__thread_cpu() - t0) * 1e9);
+}
+
+/* Whether this second's building time has room left; false: wait for the next. */
+static bool build__may(struct cfi_tables *u)
+{
+	uint64_t now = clock__mono_ns();
+
+	if (now - u->window_ns >= 1000000000ull) {
+		u->window_ns = now;
+		u->window_cpu_ns = 0;
+	}
+	if (u->window_cpu_ns < BUILD_MAX_NS_PER_S)
+		return true;
+	u->deferred = true;
+	return false;
 }
 
 static struct uw_file *files__find(struct cfi_tables *u, dev_t dev, uint64_t ino)
@@ -273,6 +308,8 @@ static struct uw_file *files__of_mapping(struct cfi_tables *u, struct proc *p,
 
 	if (f)
 		return f;
+	if (!build__may(u))
+		return NULL;
 	f = files__insert(u, m->dev, m->inode);
 	if (!f)
 		return NULL;
@@ -395,6 +432,7 @@ void cfi_tables__update(struct cfi_tables *u, struct proc *p)
 		free(files);
 		return;
 	}
+	u->deferred = false;
 	for (size_t i = 0; i < maps->n && table->nmaps < LW_UW_MAX_MAPS; i++) {
 		const struct proc_mapping *m = &maps->v[i];
 		struct uw_file *f = NULL;
@@ -415,7 +453,8 @@ void cfi_tables__update(struct cfi_tables *u, struct proc *p)
 	proc__release_files(u, up->files, up->nfiles);
 	up->files = files;
 	up->nfiles = nfiles;
-	up->maps_gen = maps->gen;
+	/* a file that waited for its turn: this process's table is made again next time */
+	up->maps_gen = u->deferred ? maps->gen - 1 : maps->gen;
 	if (memcmp(table, &up->table, sizeof(*table)) &&
 	    !collector__set_unwind(u->c, pid, (__u32)(up - u->procs), table))
 		up->table = *table;

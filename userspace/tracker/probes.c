@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
@@ -20,7 +21,8 @@
 #define PROBE_GRACE_SCANS 2
 /*
  * Uprobe links (an fd each, an entry and a return per function and process)
- * at most: past it a process goes unprobed, said once on stderr.
+ * at most, and at most half of RLIMIT_NOFILE: past it a process goes
+ * unprobed, said once on stderr.
  */
 #define PROBE_MAX_LINKS 2048
 
@@ -66,6 +68,7 @@ struct probes {
 	size_t cap;
 	unsigned int gen;
 	size_t nlinks;
+	size_t max_links;	/* PROBE_MAX_LINKS, or half the fds we may open */
 	bool full_said;
 };
 
@@ -145,10 +148,10 @@ static int probe_file__attach(struct probes *p, struct probe_file *f, __u32 pid,
 	size_t attached = 0;
 	int err = -ENOENT;
 
-	if (p->nlinks + 2 * f->nsites > PROBE_MAX_LINKS) {
+	if (p->nlinks + 2 * f->nsites > p->max_links) {
 		if (!p->full_said)
-			fprintf(stderr, "loopwatch: %d uprobes attached, the most there may be: "
-				"processes set up from now on are not probed\n", PROBE_MAX_LINKS);
+			fprintf(stderr, "loopwatch: %zu uprobes attached, the most there may be: "
+				"processes set up from now on are not probed\n", p->max_links);
 		p->full_said = true;
 		return -ENOSPC;
 	}
@@ -429,6 +432,7 @@ struct probes *probes__new(struct collector *c, bool builtin, const char *const 
 			   int ncustom, char *err, size_t errlen)
 {
 	struct probes *p = calloc(1, sizeof(*p));
+	struct rlimit rl;
 
 	if (!p) {
 		snprintf(err, errlen, "out of memory");
@@ -436,6 +440,11 @@ struct probes *probes__new(struct collector *c, bool builtin, const char *const 
 	}
 	p->c = c;
 	p->builtin = builtin;
+	/* a link is an fd: half of what we may open stays for everything else */
+	p->max_links = PROBE_MAX_LINKS;
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur / 2 < p->max_links)
+		p->max_links = rl.rlim_cur / 2;
 	for (int i = 0; i < ncustom; i++) {
 		if (probes__add_custom(p, custom[i], err, errlen)) {
 			probes__free(p);
