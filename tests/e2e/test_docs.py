@@ -4,7 +4,9 @@ docs/flags.md are what `make docs` makes from loopwatch's own table of flags, an
 flag getopt accepts is in --help."""
 import os
 import re
+import shutil
 import subprocess
+import tempfile
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -26,13 +28,16 @@ def test_every_flag_in_help_is_accepted_and_described(ctx):
         man = f.read()
     with open(os.path.join(REPO, "docs", "flags.md")) as f:
         md = f.read()
+    # a file flag takes the odd value as its file: written in a directory of its own
+    scratch = tempfile.mkdtemp(prefix="loopwatch-docs-")
     for flag in flags:
         if flag in ("--help", "--version", "--list-probes"):
             continue
-        r = subprocess.run([ctx.loopwatch, flag, "\x01bad", "-d", "0.01"],
+        r = subprocess.run([ctx.loopwatch, flag, "\x01bad", "-d", "0.01"], cwd=scratch,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert "unknown option" not in r.stderr, (flag, r.stderr)
         assert flag.replace("-", "\\-") in man and flag in md, flag
+    shutil.rmtree(scratch)
 
 
 def names_in_source(pattern):
