@@ -46,6 +46,60 @@ static __always_inline __u64 loop__book_sleep(struct lw_loop *l, __u64 now)
 }
 
 /*
+ * How long the task's group run queue on this CPU has been throttled by its
+ * cgroup's CPU quota, by the kernel's own clock (Linux 6.7+: the finished
+ * throttles' sum and the one under way; a parent's throttle counts, the
+ * kernel throttles every run queue below it). The run queue's clock is fresh:
+ * the scheduler updated it before this switch. 0 where the kernel keeps no
+ * such clock or the task has no group (the root's never throttles).
+ */
+static __always_inline __u64 cfs__throttled_clock(struct task_struct *task, __u64 *cfs_rq)
+{
+	struct cfs_rq *cfs;
+	__u64 total, since;
+
+	*cfs_rq = 0;
+	if (!bpf_core_field_exists(struct cfs_rq, throttled_clock_self) ||
+	    !bpf_core_field_exists(struct sched_entity, cfs_rq))
+		return 0;
+	cfs = BPF_CORE_READ(task, se.cfs_rq);
+	if (!cfs)
+		return 0;
+	*cfs_rq = (__u64)cfs;
+	total = BPF_CORE_READ(cfs, throttled_clock_self_time);
+	since = BPF_CORE_READ(cfs, throttled_clock_self);
+	if (since) {
+		__u64 clock = BPF_CORE_READ(cfs, rq, clock);
+
+		if (clock > since)
+			total += clock - since;
+	}
+	return total;
+}
+
+/*
+ * Of a wait for a CPU that ends now, the time its group run queue was
+ * throttled: a thread its quota ran out under is taken off the CPU and put
+ * back when the period refills it. Only on the run queue it left: one on
+ * another CPU has a clock of its own.
+ */
+static __always_inline void runq__book_throttled(struct lw_loop *l, struct task_struct *next,
+						 __u64 now)
+{
+	__u64 cfs_rq, clock, left = l->off_cfs_rq;
+
+	if (!left)
+		return;
+	/* once per wait: a missed switch-in books it where it is found */
+	l->off_cfs_rq = 0;
+	clock = cfs__throttled_clock(next, &cfs_rq);
+	if (cfs_rq != left || clock <= l->off_throttled_clock)
+		return;
+	clock -= l->off_throttled_clock;
+	l->iter.throttled_ns += clock < now - l->off_ns ? clock : now - l->off_ns;
+}
+
+/*
  * The thread is running, so it is not off CPU: an off_ns still set is from a
  * switch-out whose switch-in the sched_switch tracepoint never delivered (the
  * kernel's own sched_switch trace event misses the same switch). Inside the
@@ -57,6 +111,9 @@ static __always_inline void loop__close_missed(struct lw_loop *l, __u64 now)
 
 	if (!l->off_ns)
 		return;
+	/* the current task: the scheduler's tracepoint books a switch-in's own before */
+	if (l->busy_start_ns && !l->in_wait)
+		runq__book_throttled(l, bpf_get_current_task_btf(), now);
 	if (l->off_blocked && l->busy_start_ns && !l->in_wait) {
 		to = loop__book_sleep(l, now);
 		if (l->block.start_ns)

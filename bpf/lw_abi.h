@@ -172,6 +172,12 @@ struct lw_iter {
 	struct lw_block_ref blocks[LW_ITER_BLOCKS];
 	struct lw_probe_sum probes[LW_ITER_PROBES];
 	struct lw_capture runq_cap;	/* waited there: the first CPU sample after the wait */
+	/*
+	 * Of runq_ns, the waits during which the thread's group on its CPU was
+	 * throttled by its cgroup's CPU quota: the kernel's own throttled clock
+	 * of that run queue (struct cfs_rq), read as the wait began and ended.
+	 */
+	__u64 throttled_ns;
 };
 
 /* The other end of a socket, read from the kernel's socket at the first sleep. */
@@ -404,6 +410,15 @@ struct lw_loop {
 	__u64 start_ns;		/* task start time */
 	char comm[LW_COMM_LEN];	/* process (group leader) name */
 	char thread[LW_COMM_LEN];
+	__u64 throttled_ns;	/* of runq_ns: throttled by its cgroup's CPU quota */
+	/*
+	 * A preemption inside a busy period: the thread's group run queue on
+	 * the CPU it left (struct cfs_rq *, 0: none read) and that run queue's
+	 * throttled clock then; the switch-in on the same run queue books the
+	 * difference as iter.throttled_ns.
+	 */
+	__u64 off_cfs_rq;
+	__u64 off_throttled_clock;
 	struct lw_hist busy_hist;	/* last: split at LW_LOOP_LIVE_BUCKETS */
 	/*
 	 * Of busy_hist's buckets, the sum of their durations (arrival-weighted

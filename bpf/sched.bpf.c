@@ -91,6 +91,7 @@ static __always_inline void loop__switch_out(void *ctx, struct lw_loop *l,
 	l->wake_ns = 0;
 	l->off_blocked = sleeping;
 	l->preempt_walked = 0;
+	l->off_cfs_rq = 0;
 	/*
 	 * A sleep's stack is taken now: its call is what the thread waits in,
 	 * and a thread that never wakes (a deadlock) must still be named. A
@@ -102,6 +103,7 @@ static __always_inline void loop__switch_out(void *ctx, struct lw_loop *l,
 		return;
 	}
 	counter__inc(LW_CTR_PREEMPTIONS);
+	l->off_throttled_clock = cfs__throttled_clock(prev, &l->off_cfs_rq);
 	/* half way to a stall already: this wait's stack now, exactly where it stopped */
 	if (runq__walk_wanted(l, now)) {
 		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
@@ -113,7 +115,8 @@ static __always_inline void loop__switch_out(void *ctx, struct lw_loop *l,
 	}
 }
 
-static __always_inline void loop__switch_in(struct lw_loop *l, __u64 now)
+static __always_inline void loop__switch_in(struct lw_loop *l, struct task_struct *next,
+					    __u64 now)
 {
 	/*
 	 * The waits for a CPU seen here are summed as they happen: a stuck
@@ -128,6 +131,7 @@ static __always_inline void loop__switch_in(struct lw_loop *l, __u64 now)
 		return;
 	}
 	l->iter.runq_ns += now - l->off_ns;
+	runq__book_throttled(l, next, now);
 	/*
 	 * The longest preemption names what the CPU was waited for in: its
 	 * own stack if the iteration was half way to a stall when it began;
@@ -188,12 +192,14 @@ int BPF_PROG(loop_sched_switch, bool preempt, struct task_struct *prev,
 	 * Back on a CPU more often than the switches seen say: a switch-out and
 	 * its switch-in went unseen in between, and the thread ran meanwhile.
 	 */
-	if (ln->off_ns && next->sched_info.pcount != ln->off_pcount)
+	if (ln->off_ns && next->sched_info.pcount != ln->off_pcount) {
+		runq__book_throttled(ln, next, now);
 		loop__close_missed(ln, now);
-	else if (ln->off_ns)
-		loop__switch_in(ln, now);
-	else
+	} else if (ln->off_ns) {
+		loop__switch_in(ln, next, now);
+	} else {
 		loop__resume(ln, now);
+	}
 	return 0;
 }
 

@@ -206,6 +206,7 @@ void decoder__stall(struct decoder *d, const struct lw_stall_event *e, struct st
 	r->duration_ns = e->duration_ns;
 	r->blocked_ns = e->iter.blocked_ns;
 	r->runq_ns = e->iter.runq_ns;
+	r->throttled_ns = e->iter.throttled_ns < r->runq_ns ? e->iter.throttled_ns : r->runq_ns;
 	off = r->blocked_ns + r->runq_ns;
 	r->oncpu_ns = off < r->duration_ns ? r->duration_ns - off : 0;
 	r->cause = stall_cause__of(r->oncpu_ns, r->blocked_ns, r->runq_ns);

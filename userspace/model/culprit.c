@@ -98,7 +98,7 @@ void stack_report__top(const struct stack_report *s, char *buf, size_t len)
  * (blocked, run queue). Samples of one function split over many stacks
  * (a native leaf, a line apart) still add up to it.
  */
-void stall_report__top(const struct stall_report *r, char *buf, size_t len)
+static void stall_report__own_top(const struct stall_report *r, char *buf, size_t len)
 {
 	char tops[REPORT_MAX_STACKS][sizeof(r->top)];
 	__u64 weight[REPORT_MAX_STACKS] = { 0 };
@@ -127,4 +127,30 @@ void stall_report__top(const struct stall_report *r, char *buf, size_t len)
 		stack_report__top(&r->stacks[0], buf, len);
 	else
 		snprintf(buf, len, "[no stack]");
+}
+
+/* The cgroup's quota took more of the stall than any other part: the CPU, sleeps, the rest of the run queue. */
+static bool stall_report__throttle_dominates(const struct stall_report *r)
+{
+	__u64 t = r->throttled_ns;
+
+	return t && t >= r->oncpu_ns && t >= r->blocked_ns && t >= r->runq_ns - t;
+}
+
+void stall_report__top(const struct stall_report *r, char *buf, size_t len)
+{
+	const struct cpu_limit *l = &r->limit;
+	char own[sizeof(r->top)];
+
+	stall_report__own_top(r, own, sizeof(own));
+	if (!stall_report__throttle_dominates(r)) {
+		snprintf(buf, len, "%s", own);
+		return;
+	}
+	/* the other party first: the loop's own code only waited */
+	if (l->known)
+		snprintf(buf, len, "throttled: cgroup %s quota %gms/%gms (in %s)", l->cgroup,
+			 (double)l->quota_us / 1e3, (double)l->period_us / 1e3, own);
+	else
+		snprintf(buf, len, "throttled: its cgroup's CPU quota (in %s)", own);
 }

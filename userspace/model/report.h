@@ -7,6 +7,7 @@
 #define LOOPWATCH_MODEL_REPORT_H
 
 #include <stdbool.h>
+#include "lib/cpulimit.h"
 #include "lib/lwtypes.h"
 #include "symbols/frame.h"
 
@@ -68,6 +69,8 @@ struct stall_report {
 	char top[256];		/* the frames that best name the culprit */
 	int nprobes;
 	struct probe_time probes[LW_ITER_PROBES];	/* probed calls inside the stall */
+	__u64 throttled_ns;	/* of runq_ns: its cgroup's CPU quota had run out */
+	struct cpu_limit limit;	/* that quota (limit.known: read), filled by the tracker */
 };
 
 struct block_report {
@@ -110,7 +113,10 @@ void stack_report__clear(struct stack_report *s);
 int stack_report__culprit(const struct stack_report *s);
 /* The frames that best name a culprit in one stack: the user's code first (culprit.c). */
 void stack_report__top(const struct stack_report *s, char *buf, size_t len);
-/* The top frames most of the stall's dominant cause names (culprit.c). */
+/*
+ * The top frames most of the stall's dominant cause names, or first the
+ * CPU quota that throttled it when that took most of it (culprit.c).
+ */
 void stall_report__top(const struct stall_report *r, char *buf, size_t len);
 void stall_report__free(struct stall_report *r);
 void block_report__free(struct block_report *r);

@@ -18,6 +18,7 @@
 #define DIAG_CULPRITS 10
 #define DIAG_PATHS 256		/* (process, syscall, file) kept from blocking calls */
 #define DIAG_STUCK 64		/* processes whose hung loops are remembered */
+#define DIAG_LIMITS 64		/* processes whose CPU quota throttled a stall */
 /* a cause under this share of stall time gets no advice line */
 #define DIAG_MIN_SHARE 0.02
 
@@ -49,6 +50,12 @@ struct diagnosis {
 	size_t npaths;
 	struct diag_stuck stuck[DIAG_STUCK];
 	size_t nstuck;
+	/* the quota the latest throttled stall of each process named */
+	struct {
+		__u32 pid;
+		struct cpu_limit limit;
+	} limits[DIAG_LIMITS];
+	size_t nlimits;
 };
 
 static bool diagnosis__wanted(const struct sink_config *cfg)
@@ -135,10 +142,35 @@ static void diagnosis__stuck(struct sink *s, const struct stuck_report *k)
 }
 
 /* The end of a hung iteration: it returned to its wait, with its final split. */
+static void diagnosis__limit(struct diagnosis *d, const struct stall_report *r)
+{
+	size_t i;
+
+	if (!r->throttled_ns || !r->limit.known)
+		return;
+	for (i = 0; i < d->nlimits && d->limits[i].pid != r->pid; i++)
+		;
+	if (i == DIAG_LIMITS)
+		return;
+	if (i == d->nlimits)
+		d->nlimits++;
+	d->limits[i].pid = r->pid;
+	d->limits[i].limit = r->limit;
+}
+
+static const struct cpu_limit *diagnosis__limit_of(const struct diagnosis *d, __u32 pid)
+{
+	for (size_t i = 0; i < d->nlimits; i++)
+		if (d->limits[i].pid == pid)
+			return &d->limits[i].limit;
+	return NULL;
+}
+
 static void diagnosis__stall(struct sink *s, const struct stall_report *r)
 {
 	struct diagnosis *d = s->priv;
 
+	diagnosis__limit(d, r);
 	for (size_t i = 0; i < d->nstuck; i++) {
 		struct diag_stuck *st = &d->stuck[i];
 		double dt = r->ts - st->start_ts;
@@ -317,20 +349,48 @@ static void blocking__print(FILE *out, const struct diagnosis *d, const struct m
 	fputc('\n', out);
 }
 
-static void runq__print(FILE *out, const struct model *m, const struct attr_proc *p)
+/* Of the waits for a CPU, the cgroup's quota's: the limit, named. */
+static void throttled__print(FILE *out, const struct diagnosis *d, __u32 pid, __u64 runq,
+			     __u64 throttled)
+{
+	const struct cpu_limit *l = diagnosis__limit_of(d, pid);
+
+	if (!throttled)
+		return;
+	fprintf(out, "Of that wait, %.1f %% (%.1f ms) was spent with the loop's cgroup throttled "
+		"by its CPU quota", pct(throttled, runq), ms(throttled));
+	if (l) {
+		fputs(": cgroup ", out);
+		md__code(out, l->cgroup);
+		fprintf(out, " may use %g ms of CPU every %g ms", (double)l->quota_us / 1e3,
+			(double)l->period_us / 1e3);
+		if (l->stat.nr_periods)
+			fprintf(out, " and was throttled in %llu of its %llu periods",
+				(unsigned long long)l->stat.nr_throttled,
+				(unsigned long long)l->stat.nr_periods);
+	}
+	fprintf(out, ". %s\n\n", advice__throttled(pct(throttled, runq) >= 50.0));
+}
+
+static void runq__print(FILE *out, const struct diagnosis *d, const struct model *m,
+			const struct attr_proc *p)
 {
 	__u64 stall_ns = p->stall_ns[0] + p->stall_ns[1] + p->stall_ns[2], busy = 0, runq = 0;
+	__u64 throttled = 0;
 	double share = pct(p->stall_ns[CAUSE_RUNQ], stall_ns);
 
 	for (size_t i = 0; i < m->nthreads; i++) {
 		if (m->threads[i]->pid == p->pid) {
 			busy += m->threads[i]->snap.busy_ns;
 			runq += m->threads[i]->snap.runq_ns;
+			throttled += m->threads[i]->snap.throttled_ns;
 		}
 	}
+	/* a quota that took most of the wait is the advice: the host is not to blame */
 	fprintf(out, "### Waiting for a CPU\n\n%.1f %% of the stall time and %.1f %% of all busy "
 		"time was spent runnable, waiting for a CPU. %s\n\n", share, pct(runq, busy),
-		advice__runq(p->stall_ns));
+		2 * throttled >= runq && throttled ? "" : advice__runq(p->stall_ns));
+	throttled__print(out, d, p->pid, runq, throttled);
 }
 
 static void probes__print(FILE *out, const struct model *m, __u32 pid)
@@ -415,7 +475,7 @@ static void process__print(FILE *out, const struct diagnosis *d, const struct mo
 		pct(busy, busy + idle), ms(busy), ms(busy + idle));
 	culprits__print(out, m, p, p99_ns);
 	blocking__print(out, d, m, p->pid);
-	runq__print(out, m, p);
+	runq__print(out, d, m, p);
 	probes__print(out, m, p->pid);
 	stuck__print(out, d, p->pid);
 }

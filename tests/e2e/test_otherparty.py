@@ -1,0 +1,132 @@
+"""When the loop waits on someone else, loopwatch names them: the cgroup whose CPU
+quota throttled it. The workload (hogwork: a light loop and a thread named hog, pinned
+to one CPU) records its own run-queue time and its cgroup's cpu.stat over its run."""
+import os
+import re
+import time
+
+from lwtest import Loopwatch, Workload, load_truth, of_type, tmpfile
+
+CGROUP_V1_CPU = "/sys/fs/cgroup/cpu"
+STALL_MS = 20
+
+
+class QuotaCgroup:
+    """A v1 cpu cgroup with a quota (quota_us every period_us), removed by close()."""
+
+    def __init__(self, name, quota_us, period_us):
+        self.path = "/" + name
+        self.dir = os.path.join(CGROUP_V1_CPU, name)
+        os.makedirs(self.dir, exist_ok=True)
+        self.write("cpu.cfs_period_us", period_us)
+        self.write("cpu.cfs_quota_us", quota_us)
+
+    def write(self, name, value):
+        with open(os.path.join(self.dir, name), "w") as f:
+            f.write(str(value))
+
+    def move(self, pid):
+        self.write("cgroup.procs", pid)
+
+    def close(self):
+        for _ in range(50):
+            try:
+                os.rmdir(self.dir)
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.1)
+        raise AssertionError("cgroup %s still busy" % self.dir)
+
+
+def run_hogwork(ctx, seconds, *flags, cgroup=None, text=False, hog_nice=None):
+    """hogwork traced by loopwatch -p, in cgroup if given: (truth, loopwatch's lines)."""
+    out = tmpfile()
+    argv = [ctx.workload("hogwork"), out, str(seconds)]
+    if hog_nice is not None:
+        argv += ["--nice", str(hog_nice)]
+    w = Workload(argv + ["--go"])
+    lw = Loopwatch(ctx, "-p", w.pid, "-d", seconds + 4, "--threshold", STALL_MS, *flags,
+                   text=text)
+    try:
+        if cgroup:
+            cgroup.move(w.pid)
+        lw.start()
+        time.sleep(0.5)
+        w.go()
+        w.wait()
+        lines = lw.stop()
+    finally:
+        w.kill()
+        lw.kill()
+    return load_truth(out), lines
+
+
+def test_quota_names_the_cgroup(ctx):
+    """A light loop and a hog in a cgroup limited to 30 ms of CPU per 100 ms: at least
+    90 % of the loop's stalls of 20 ms or more say throttled, name the cgroup and its
+    quota first, in JSON and in text; the loop's throttled time over the run is within
+    15 % of the cgroup's own cpu.stat throttled time over the same window (one CPU: the
+    cgroup's sum over CPUs is the loop's CPU's)."""
+    name = "lwtest-quota-%d" % os.getpid()
+    cg = QuotaCgroup(name, 30000, 100000)
+    try:
+        truth, lines = run_hogwork(ctx, 6, cgroup=cg)
+    finally:
+        cg.close()
+    assert truth["cgroup_dir"].endswith(cg.path), truth
+    assert truth["nr_throttled"] >= 0.8 * truth["nr_periods"] > 0, \
+        "the hog did not exhaust the quota: %s" % truth
+    stalls = [s for s in of_type(lines, "stall", tid=truth["tid"])
+              if s["duration_ms"] >= STALL_MS]
+    assert len(stalls) >= 20, "only %d stalls of %d ms or more" % (len(stalls), STALL_MS)
+    want = "throttled: cgroup %s quota 30ms/100ms" % cg.path
+    named = [s for s in stalls if s["top"].startswith(want) and s["throttled_ms"] > 0 and
+             s.get("throttle") == {"cgroup": cg.path, "quota_ms": 30.0, "period_ms": 100.0}]
+    assert len(named) >= 0.9 * len(stalls), "%d of %d stalls say %r; others: %s" % (
+        len(named), len(stalls), want, [(s["duration_ms"], s["runq_ms"], s["throttled_ms"],
+                                         s["top"]) for s in stalls if s not in named][:5])
+    for s in stalls:
+        assert s["throttled_ms"] <= s["runq_ms"] + 0.001, s
+    summary = of_type(lines, "summary", tid=truth["tid"])
+    assert summary, "no summary of the loop"
+    got_ms = summary[-1]["throttled_ms"]
+    want_ms = truth["throttled_ns"] / 1e6
+    assert abs(got_ms - want_ms) <= 0.15 * want_ms, \
+        "throttled %.1f ms, the cgroup's cpu.stat says %.1f ms" % (got_ms, want_ms)
+    # throttled time is waiting for a CPU: never more than the loop's own run_delay
+    assert got_ms <= truth["runq_ns"] / 1e6 * 1.02, (got_ms, truth)
+
+
+def test_quota_in_text_report_and_metrics(ctx):
+    """The same throttled loop in text (the stall line names the cgroup and its quota),
+    in --report (the advice names the limit) and in the Prometheus textfile
+    (loopwatch_loop_throttled_seconds_total within 15 % of cpu.stat)."""
+    name = "lwtest-quota-text-%d" % os.getpid()
+    report, prom = tmpfile(".md"), tmpfile(".prom")
+    cg = QuotaCgroup(name, 30000, 100000)
+    try:
+        truth, lines = run_hogwork(ctx, 4, "--report", report, "--prom-file", prom,
+                                   cgroup=cg, text=True)
+    finally:
+        cg.close()
+    stall = re.compile(r" STALL %d/%d .* runq [0-9.]+ ms; throttled [0-9.]+ ms of it; "
+                       r"runq: throttled: cgroup /%s quota 30ms/100ms" %
+                       (truth["pid"], truth["tid"], name))
+    said = [l for l in lines if stall.search(l)]
+    all_stalls = [l for l in lines if " STALL " in l]
+    assert len(said) >= 0.9 * len(all_stalls) and said, (len(said), all_stalls[:5])
+    with open(report) as f:
+        text = f.read()
+    os.unlink(report)
+    assert "cgroup `/%s` may use 30 ms of CPU every 100 ms" % name in text, text[-3000:]
+    assert "**The CPU quota starves this loop**" in text, text[-3000:]
+    with open(prom) as f:
+        metrics = f.read()
+    os.unlink(prom)
+    m = re.search(r'^loopwatch_loop_throttled_seconds_total\{[^}]*\} ([0-9.e+-]+)$', metrics,
+                  re.M)
+    assert m, "no throttled series: %s" % metrics[:2000]
+    want_s = truth["throttled_ns"] / 1e9
+    assert abs(float(m.group(1)) - want_s) <= 0.15 * want_s, (m.group(0), want_s)
