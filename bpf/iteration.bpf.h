@@ -100,6 +100,129 @@ static __always_inline void runq__book_throttled(struct lw_loop *l, struct task_
 }
 
 /*
+ * The task leaving this CPU ran since the CPU's last switch while a loop
+ * thread waited for it: charge it. Every context switch of the machine asks;
+ * with no waiter it is a per-CPU lookup and a load.
+ */
+static __always_inline void cpu_wait__charge(struct task_struct *prev)
+{
+	struct lw_cpu_wait *w;
+	__u32 zero = 0, tid, n, i, min = 0;
+	__u64 now, ns;
+
+	w = bpf_map_lookup_elem(&cpu_waits, &zero);
+	if (!w || !w->tid)
+		return;
+	now = bpf_ktime_get_ns();
+	if (now - w->start_ns > LW_CPU_WAIT_MAX_NS) {
+		w->tid = 0;
+		return;
+	}
+	ns = now - w->last_ns;
+	w->last_ns = now;
+	tid = prev->pid;
+	/* the idle task had it: the waiter was not waiting for this CPU then */
+	if (!tid || tid == w->tid)
+		return;
+	n = w->n;
+	for (i = 0; i < LW_CPU_NEIGHBOURS; i++) {
+		if (i >= n)
+			break;
+		if (w->top[i].tid == tid) {
+			w->top[i].ns += ns;
+			return;
+		}
+		if (w->top[i].ns < w->top[min].ns)
+			min = i;
+	}
+	/* full: the one that had it least makes room, if this one had it longer */
+	if (n < LW_CPU_NEIGHBOURS)
+		w->n = n + 1;
+	else if (w->top[min].ns < ns)
+		n = min;
+	else
+		return;
+	if (n >= LW_CPU_NEIGHBOURS)
+		return;
+	w->top[n].tid = tid;
+	w->top[n].pid = prev->tgid;
+	w->top[n].ns = ns;
+	bpf_probe_read_kernel(w->top[n].comm, sizeof(w->top[n].comm), prev->comm);
+}
+
+/* A loop thread preempted inside an iteration waits for this CPU: watch who gets it. */
+static __always_inline void cpu_wait__begin(struct lw_loop *l, __u64 now)
+{
+	struct lw_cpu_wait *w;
+	__u32 zero = 0;
+
+	l->off_watching = 0;
+	w = bpf_map_lookup_elem(&cpu_waits, &zero);
+	/* another loop thread waits here already: the first keeps it */
+	if (!w || (w->tid && now - w->start_ns <= LW_CPU_WAIT_MAX_NS))
+		return;
+	w->tid = l->tid;
+	w->n = 0;
+	w->start_ns = now;
+	w->last_ns = now;
+	l->off_cpu = bpf_get_smp_processor_id();
+	l->off_watching = 1;
+}
+
+static __always_inline void neighbours__add(struct lw_iter *it, const struct lw_neighbour *nb)
+{
+	__u32 n = it->nneighbours, min = 0, i;
+
+	for (i = 0; i < LW_ITER_NEIGHBOURS; i++) {
+		if (i >= n)
+			break;
+		if (it->neighbours[i].tid == nb->tid) {
+			it->neighbours[i].ns += nb->ns;
+			return;
+		}
+		if (it->neighbours[i].ns < it->neighbours[min].ns)
+			min = i;
+	}
+	if (n < LW_ITER_NEIGHBOURS)
+		it->nneighbours = n + 1;
+	else if (it->neighbours[min].ns < nb->ns)
+		n = min;
+	else
+		return;
+	if (n >= LW_ITER_NEIGHBOURS)
+		return;
+	it->neighbours[n] = *nb;
+}
+
+/*
+ * It runs again: who had the CPU, into the iteration's evidence, and the
+ * CPU's table given back. Only a wait long enough to matter to a stall
+ * (an eighth of the slow threshold) is kept: under contention most
+ * iterations are preempted briefly. On another CPU than the one it left,
+ * the task running there now is not charged its last part.
+ */
+static __always_inline void cpu_wait__end(struct lw_loop *l, __u64 now)
+{
+	struct lw_cpu_wait *w;
+	__u32 zero = 0;
+
+	if (!l->off_watching)
+		return;
+	l->off_watching = 0;
+	w = bpf_map_lookup_percpu_elem(&cpu_waits, &zero, l->off_cpu);
+	if (!w || w->tid != l->tid)
+		return;
+	if (now - l->off_ns >= slow_threshold_ns / 8) {
+		for (__u32 i = 0; i < LW_CPU_NEIGHBOURS; i++) {
+			if (i >= w->n)
+				break;
+			neighbours__add(&l->iter, &w->top[i]);
+		}
+	}
+	w->tid = 0;
+}
+
+/*
  * The thread is running, so it is not off CPU: an off_ns still set is from a
  * switch-out whose switch-in the sched_switch tracepoint never delivered (the
  * kernel's own sched_switch trace event misses the same switch). Inside the
@@ -114,6 +237,7 @@ static __always_inline void loop__close_missed(struct lw_loop *l, __u64 now)
 	/* the current task: the scheduler's tracepoint books a switch-in's own before */
 	if (l->busy_start_ns && !l->in_wait)
 		runq__book_throttled(l, bpf_get_current_task_btf(), now);
+	cpu_wait__end(l, now);
 	if (l->off_blocked && l->busy_start_ns && !l->in_wait) {
 		to = loop__book_sleep(l, now);
 		if (l->block.start_ns)

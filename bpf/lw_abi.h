@@ -89,6 +89,7 @@ struct lw_hist_sums {
 #define LW_ITER_SAMPLES 32	/* CPU samples kept per iteration (a reservoir) */
 #define LW_ITER_SYSCALLS 8	/* distinct blocking syscalls per iteration */
 #define LW_ITER_BLOCKS 8	/* blocking calls with their stacks per iteration */
+#define LW_ITER_NEIGHBOURS 4	/* tasks that had the CPU while it waited, the longest */
 #define LW_STACK_DEPTH 64
 /*
  * Words at the top of the user stack, saved with each blocking stack: the
@@ -147,6 +148,14 @@ struct lw_syscall_sum {
 	__u64 ns;
 };
 
+/* A task that ran on the CPU a loop thread waited for, and for how long. */
+struct lw_neighbour {
+	__u32 tid;
+	__u32 pid;
+	__u64 ns;
+	char comm[LW_COMM_LEN];	/* its thread's name */
+};
+
 struct lw_block_ref {
 	struct lw_capture cap;
 	__s32 nr;
@@ -178,6 +187,14 @@ struct lw_iter {
 	 * of that run queue (struct cfs_rq), read as the wait began and ended.
 	 */
 	__u64 throttled_ns;
+	/*
+	 * Who had the CPU while it waited after a preemption: the tasks that ran
+	 * on the CPU it left until it ran again, the longest kept (the CPU's
+	 * own table keeps LW_CPU_NEIGHBOURS, bpf/maps.bpf.h).
+	 */
+	__u32 nneighbours;
+	__u32 pad_neighbours;
+	struct lw_neighbour neighbours[LW_ITER_NEIGHBOURS];
 };
 
 /* The other end of a socket, read from the kernel's socket at the first sleep. */
@@ -419,6 +436,9 @@ struct lw_loop {
 	 */
 	__u64 off_cfs_rq;
 	__u64 off_throttled_clock;
+	/* that preemption's CPU, and whether its wait table there is this thread's */
+	__u32 off_cpu;
+	__u32 off_watching;
 	struct lw_hist busy_hist;	/* last: split at LW_LOOP_LIVE_BUCKETS */
 	/*
 	 * Of busy_hist's buckets, the sum of their durations (arrival-weighted

@@ -104,6 +104,7 @@ static __always_inline void loop__switch_out(void *ctx, struct lw_loop *l,
 	}
 	counter__inc(LW_CTR_PREEMPTIONS);
 	l->off_throttled_clock = cfs__throttled_clock(prev, &l->off_cfs_rq);
+	cpu_wait__begin(l, now);
 	/* half way to a stall already: this wait's stack now, exactly where it stopped */
 	if (runq__walk_wanted(l, now)) {
 		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
@@ -132,6 +133,7 @@ static __always_inline void loop__switch_in(struct lw_loop *l, struct task_struc
 	}
 	l->iter.runq_ns += now - l->off_ns;
 	runq__book_throttled(l, next, now);
+	cpu_wait__end(l, now);
 	/*
 	 * The longest preemption names what the CPU was waited for in: its
 	 * own stack if the iteration was half way to a stall when it began;
@@ -170,8 +172,9 @@ static __always_inline void loop__resume(struct lw_loop *l, __u64 now)
 
 /*
  * Runs on every context switch of the machine: a task that is no loop thread
- * has no record and costs a task-storage miss (two pointer loads) and
- * nothing else; the clock is read only when a loop thread is involved.
+ * has no record and costs a task-storage miss (two pointer loads), and the
+ * CPU's wait table a per-CPU lookup and a load; the clock is read only when
+ * a loop thread is involved or waits for this CPU.
  */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(loop_sched_switch, bool preempt, struct task_struct *prev,
@@ -180,6 +183,7 @@ int BPF_PROG(loop_sched_switch, bool preempt, struct task_struct *prev,
 	struct lw_loop *lp = loop__of(prev), *ln = loop__of(next);
 	__u64 now = 0;
 
+	cpu_wait__charge(prev);
 	if (lp && loop__busy(lp)) {
 		now = bpf_ktime_get_ns();
 		loop__switch_out(ctx, lp, prev, preempt, prev_state, now);

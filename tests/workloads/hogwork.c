@@ -7,14 +7,18 @@
  * cpu cgroup's cpu.stat (cgroup v1 cpu controller, or v2) read just before
  * the hog starts and just after the loop's last iteration ended.
  *
- * usage: hogwork OUT.json SECONDS [--nice N] [--go]
+ * usage: hogwork OUT.json SECONDS [--nice N] [--fifo MS] [--busy MS] [--go]
  *   --nice N: the hog's nice value (a weight beside the loop's, no quota)
+ *   --fifo MS: the hog runs at SCHED_FIFO in bursts of MS every 100 ms (sleeping
+ *              between): whatever iteration a burst begins in waits MS for the CPU
+ *   --busy MS: the loop's CPU time per 5 ms tick (default 1)
  */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include "groundtruth.h"
 
@@ -25,16 +29,28 @@ struct cpu_stat {
 };
 
 static volatile bool hog_stop;
-static int hog_nice;
+static int hog_nice, hog_fifo_ms, hog_bursts;
 static long hog_tid;
 
 static void *hog__run(void *arg)
 {
+	struct sched_param sp = { .sched_priority = 10 };
+
 	(void)arg;
 	hog_tid = syscall(SYS_gettid);
 	setpriority(PRIO_PROCESS, (id_t)hog_tid, hog_nice);
-	while (!hog_stop)
-		;
+	if (!hog_fifo_ms) {
+		while (!hog_stop)
+			;
+		return NULL;
+	}
+	if (sched_setscheduler(0, SCHED_FIFO, &sp))
+		return NULL;
+	while (!hog_stop) {
+		spin_ns((uint64_t)hog_fifo_ms * 1000000);
+		hog_bursts++;
+		usleep((useconds_t)(100 - hog_fifo_ms) * 1000);
+	}
 	return NULL;
 }
 
@@ -104,7 +120,7 @@ int main(int argc, char **argv)
 	struct cpu_stat s0, s1;
 	struct epoll_event ev;
 	char dir[560] = "";
-	int ep, tfd, sfd, iterations = 0;
+	int ep, tfd, sfd, iterations = 0, busy_ms = 1;
 	uint64_t start, end;
 	double wall;
 	pthread_t hog;
@@ -117,6 +133,14 @@ int main(int argc, char **argv)
 	for (int i = 3; i < argc; i++)
 		if (!strcmp(argv[i], "--nice") && i + 1 < argc)
 			hog_nice = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--fifo") && i + 1 < argc)
+			hog_fifo_ms = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--busy") && i + 1 < argc)
+			busy_ms = atoi(argv[++i]);
+	if (hog_fifo_ms < 0 || hog_fifo_ms > 90 || busy_ms < 0 || busy_ms > 4) {
+		fprintf(stderr, "hogwork: --fifo 0-90, --busy 0-4\n");
+		return 2;
+	}
 	if (go__await(!strcmp(argv[argc - 1], "--go")))
 		return 1;
 	pin(1);
@@ -134,7 +158,7 @@ int main(int argc, char **argv)
 	while (now_ns() < end) {
 		if (!ticker__next(ep, tfd, &wall))
 			break;
-		spin_ns(1000000);
+		spin_ns((uint64_t)busy_ms * 1000000);
 		iterations++;
 	}
 	/* the last iteration ends at a wait call: cpu.stat right after it */
@@ -149,9 +173,9 @@ int main(int argc, char **argv)
 	fprintf(f,
 		"{\"pid\":%d,\"tid\":%ld,\"hog_tid\":%ld,\"cgroup_dir\":\"%s\","
 		"\"iterations\":%d,\"runq_ns\":%llu,\"nr_periods\":%llu,\"nr_throttled\":%llu,"
-		"\"throttled_ns\":%llu}\n",
+		"\"throttled_ns\":%llu,\"hog_bursts\":%d}\n",
 		getpid(), syscall(SYS_gettid), hog_tid, dir, iterations,
 		(unsigned long long)(t1.runq_ns - t0.runq_ns), s1.nr_periods - s0.nr_periods,
-		s1.nr_throttled - s0.nr_throttled, s1.throttled_ns - s0.throttled_ns);
+		s1.nr_throttled - s0.nr_throttled, s1.throttled_ns - s0.throttled_ns, hog_bursts);
 	return fclose(f) ? 1 : 0;
 }

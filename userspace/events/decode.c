@@ -192,6 +192,28 @@ static double decoder__wall(const struct decoder *d, __u64 mono_ns)
 	return (double)mono_ns / 1e9 + d->mono_to_wall;
 }
 
+/* Who had the CPU, longest first; names from the kernel are untrusted. */
+static void stall__add_neighbours(const struct lw_stall_event *e, struct stall_report *r)
+{
+	for (__u32 i = 0; i < e->iter.nneighbours && i < LW_ITER_NEIGHBOURS; i++) {
+		const struct lw_neighbour *nb = &e->iter.neighbours[i];
+		struct neighbour_report *n = &r->neighbours[r->nneighbours++];
+
+		n->tid = nb->tid;
+		n->pid = nb->pid;
+		n->ns = nb->ns;
+		name__copy(n->comm, nb->comm);
+	}
+	for (int i = 1; i < r->nneighbours; i++) {
+		struct neighbour_report t = r->neighbours[i];
+		int j = i;
+
+		for (; j > 0 && r->neighbours[j - 1].ns < t.ns; j--)
+			r->neighbours[j] = r->neighbours[j - 1];
+		r->neighbours[j] = t;
+	}
+}
+
 void decoder__stall(struct decoder *d, const struct lw_stall_event *e, struct stall_report *r)
 {
 	__u64 off;
@@ -225,6 +247,7 @@ void decoder__stall(struct decoder *d, const struct lw_stall_event *e, struct st
 		p->count = e->iter.probes[i].count;
 		p->ns = e->iter.probes[i].ns;
 	}
+	stall__add_neighbours(e, r);
 	stall__add_samples(d, e, r);
 	stall__merge_samples(r);
 	stall__add_blocks(d, e, r);

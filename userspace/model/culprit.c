@@ -137,12 +137,29 @@ static bool stall_report__throttle_dominates(const struct stall_report *r)
 	return t && t >= r->oncpu_ns && t >= r->blocked_ns && t >= r->runq_ns - t;
 }
 
+/*
+ * The wait for a CPU, past the quota's part, is the largest part of the
+ * stall, and one task had the CPU for at least half of it.
+ */
+static bool stall_report__neighbour_dominates(const struct stall_report *r)
+{
+	__u64 t = r->throttled_ns, rest = r->runq_ns - t;
+
+	return r->nneighbours && rest >= r->oncpu_ns && rest >= r->blocked_ns && rest >= t &&
+	       2 * r->neighbours[0].ns >= rest;
+}
+
 void stall_report__top(const struct stall_report *r, char *buf, size_t len)
 {
 	const struct cpu_limit *l = &r->limit;
+	const struct neighbour_report *nb = &r->neighbours[0];
 	char own[sizeof(r->top)];
 
 	stall_report__own_top(r, own, sizeof(own));
+	if (stall_report__neighbour_dominates(r)) {
+		snprintf(buf, len, "CPU held by %s[%u] (in %s)", nb->comm, nb->tid, own);
+		return;
+	}
 	if (!stall_report__throttle_dominates(r)) {
 		snprintf(buf, len, "%s", own);
 		return;

@@ -51,6 +51,14 @@ struct probe_report {
 	struct stack_report stack;	/* of the caller, at the return */
 };
 
+/* A task that had the CPU while the loop thread waited for it. */
+struct neighbour_report {
+	__u32 tid;
+	__u32 pid;
+	char comm[LW_COMM_LEN];	/* its thread's name */
+	__u64 ns;
+};
+
 struct stall_report {
 	double ts;		/* unix seconds at the start of the iteration */
 	__u32 pid;
@@ -71,6 +79,8 @@ struct stall_report {
 	struct probe_time probes[LW_ITER_PROBES];	/* probed calls inside the stall */
 	__u64 throttled_ns;	/* of runq_ns: its cgroup's CPU quota had run out */
 	struct cpu_limit limit;	/* that quota (limit.known: read), filled by the tracker */
+	int nneighbours;	/* who had the CPU while it waited, longest first */
+	struct neighbour_report neighbours[LW_ITER_NEIGHBOURS];
 };
 
 struct block_report {

@@ -247,12 +247,22 @@ static void stacks__json(FILE *out, const struct stall_report *r)
 	fputc(']', out);
 }
 
-/* Of the run-queue time, the cgroup's CPU quota's, and the quota when known. */
+/*
+ * Of the run-queue time, the cgroup's CPU quota's, and the quota when known;
+ * who had the CPU meanwhile.
+ */
 static void json__throttled(FILE *out, const struct stall_report *r)
 {
 	const struct cpu_limit *l = &r->limit;
 
-	fprintf(out, ",\"throttled_ms\":%.3f", json__ms(r->throttled_ns));
+	fprintf(out, ",\"throttled_ms\":%.3f,\"neighbours\":[", json__ms(r->throttled_ns));
+	for (int i = 0; i < r->nneighbours; i++) {
+		fprintf(out, "%s{\"tid\":%u,\"pid\":%u,\"comm\":", i ? "," : "",
+			r->neighbours[i].tid, r->neighbours[i].pid);
+		json__string(out, r->neighbours[i].comm);
+		fprintf(out, ",\"ms\":%.3f}", json__ms(r->neighbours[i].ns));
+	}
+	fputc(']', out);
 	if (!l->known)
 		return;
 	fputs(",\"throttle\":{\"cgroup\":", out);
