@@ -147,6 +147,7 @@ static __always_inline void cpu_wait__charge(struct task_struct *prev)
 	w->top[n].tid = tid;
 	w->top[n].pid = prev->tgid;
 	w->top[n].ns = ns;
+	w->top[n].kstack = -1;
 	bpf_probe_read_kernel(w->top[n].comm, sizeof(w->top[n].comm), prev->comm);
 }
 
@@ -169,29 +170,31 @@ static __always_inline void cpu_wait__begin(struct lw_loop *l, __u64 now)
 	l->off_watching = 1;
 }
 
-static __always_inline void neighbours__add(struct lw_iter *it, const struct lw_neighbour *nb)
+/* One more party's time into a list of the longest n (neighbours, wakers). */
+static __always_inline void party__add(struct lw_neighbour *v, __u32 *count, __u32 max,
+				       const struct lw_neighbour *nb)
 {
-	__u32 n = it->nneighbours, min = 0, i;
+	__u32 n = *count, min = 0, i;
 
 	for (i = 0; i < LW_ITER_NEIGHBOURS; i++) {
-		if (i >= n)
+		if (i >= n || i >= max)
 			break;
-		if (it->neighbours[i].tid == nb->tid) {
-			it->neighbours[i].ns += nb->ns;
+		if (v[i].tid == nb->tid) {
+			v[i].ns += nb->ns;
 			return;
 		}
-		if (it->neighbours[i].ns < it->neighbours[min].ns)
+		if (v[i].ns < v[min].ns)
 			min = i;
 	}
-	if (n < LW_ITER_NEIGHBOURS)
-		it->nneighbours = n + 1;
-	else if (it->neighbours[min].ns < nb->ns)
+	if (n < max)
+		*count = n + 1;
+	else if (v[min].ns < nb->ns)
 		n = min;
 	else
 		return;
-	if (n >= LW_ITER_NEIGHBOURS)
+	if (n >= max || n >= LW_ITER_NEIGHBOURS)
 		return;
-	it->neighbours[n] = *nb;
+	v[n] = *nb;
 }
 
 /*
@@ -216,7 +219,8 @@ static __always_inline void cpu_wait__end(struct lw_loop *l, __u64 now)
 		for (__u32 i = 0; i < LW_CPU_NEIGHBOURS; i++) {
 			if (i >= w->n)
 				break;
-			neighbours__add(&l->iter, &w->top[i]);
+			party__add(l->iter.neighbours, &l->iter.nneighbours, LW_ITER_NEIGHBOURS,
+				   &w->top[i]);
 		}
 	}
 	w->tid = 0;

@@ -200,6 +200,7 @@ static __always_inline void loop__end_iteration(struct lw_loop *l, struct task_s
 	l->iter.nprobes = 0;
 	l->iter.runq_max_ns = 0;
 	l->iter.nneighbours = 0;
+	l->iter.nwakers = 0;
 	l->runq_walk_owed = 0;
 
 	l->iterations++;

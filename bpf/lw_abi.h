@@ -90,6 +90,9 @@ struct lw_hist_sums {
 #define LW_ITER_SYSCALLS 8	/* distinct blocking syscalls per iteration */
 #define LW_ITER_BLOCKS 8	/* blocking calls with their stacks per iteration */
 #define LW_ITER_NEIGHBOURS 4	/* tasks that had the CPU while it waited, the longest */
+#define LW_ITER_WAKERS 4	/* tasks that woke it from its sleeps, the longest sleeps */
+/* a waker's tid when an interrupt woke it (a timer, a device): no task did */
+#define LW_WAKER_INTERRUPT 0
 #define LW_STACK_DEPTH 64
 /*
  * Words at the top of the user stack, saved with each blocking stack: the
@@ -154,6 +157,13 @@ struct lw_neighbour {
 	__u32 pid;
 	__u64 ns;
 	char comm[LW_COMM_LEN];	/* its thread's name */
+	/*
+	 * A waker's kernel stack at the wake-up (its first), in "stacks";
+	 * negative: none. An interrupt (a timer, a device) runs on whatever
+	 * task it interrupted: its frames tell it apart.
+	 */
+	__s32 kstack;
+	__u32 pad;
 };
 
 struct lw_block_ref {
@@ -195,6 +205,14 @@ struct lw_iter {
 	__u32 nneighbours;
 	__u32 pad_neighbours;
 	struct lw_neighbour neighbours[LW_ITER_NEIGHBOURS];
+	/*
+	 * Who woke it from its sleeps of at least block_threshold_ns: ns is the
+	 * sleep each ended, summed per waker (tid LW_WAKER_INTERRUPT: an
+	 * interrupt, no task).
+	 */
+	__u32 nwakers;
+	__u32 pad_wakers;
+	struct lw_neighbour wakers[LW_ITER_WAKERS];
 };
 
 /* The other end of a socket, read from the kernel's socket at the first sleep. */

@@ -207,6 +207,7 @@ int BPF_PROG(loop_sched_switch, bool preempt, struct task_struct *prev,
 	return 0;
 }
 
+
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(loop_sched_wakeup, struct task_struct *p)
 {
@@ -214,5 +215,42 @@ int BPF_PROG(loop_sched_wakeup, struct task_struct *p)
 
 	if (l && l->off_ns && l->off_blocked && !l->wake_ns)
 		l->wake_ns = bpf_ktime_get_ns();
+	return 0;
+}
+
+/*
+ * Who wakes a loop thread from a sleep inside an iteration: sched_waking
+ * runs in the waker's own context (sched_wakeup may run later on the
+ * sleeper's CPU, from an IPI): the task calling the wake-up, with its kernel
+ * stack, which says whether an interrupt did it instead (a timer, a device:
+ * the task it interrupted had nothing to do with it; preempt_count would
+ * say so, but it is a per-CPU variable the kernel resolves only with
+ * CONFIG_KALLSYMS_ALL, and an interrupt from user mode runs on the task's
+ * own stack). Only a sleep of block_threshold_ns or more is kept, and walks
+ * that stack: the walk is the cost, like a CPU sample's.
+ */
+SEC("tp_btf/sched_waking")
+int BPF_PROG(loop_sched_waking, struct task_struct *p)
+{
+	struct lw_loop *l = loop__of(p);
+	struct task_struct *waker;
+	struct lw_neighbour w = {};
+	__u64 now, from;
+
+	if (!l || !l->off_ns || !l->off_blocked || l->wake_ns)
+		return 0;
+	now = bpf_ktime_get_ns();
+	from = l->off_ns > l->busy_start_ns ? l->off_ns : l->busy_start_ns;
+	if (now < from || now - from < block_threshold_ns)
+		return 0;
+	w.ns = now - from;
+	waker = bpf_get_current_task_btf();
+	w.tid = waker->pid;
+	w.pid = waker->tgid;
+	bpf_get_current_comm(w.comm, sizeof(w.comm));
+	/* 1: this program's frame */
+	w.kstack = bpf_get_stackid(ctx, &stacks, 1 | BPF_F_REUSE_STACKID);
+	counter__inc(LW_CTR_STACK_WALKS);
+	party__add(l->iter.wakers, &l->iter.nwakers, LW_ITER_WAKERS, &w);
 	return 0;
 }

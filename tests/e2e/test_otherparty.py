@@ -173,3 +173,83 @@ def test_neighbour_named_when_it_held_the_cpu(ctx):
     for s in named:
         assert all(n["comm"] and n["tid"] > 0 for n in s["neighbours"]), s["neighbours"]
         assert s["neighbours"][0]["tid"] == truth["hog_tid"], s["neighbours"]
+
+
+def run_wakework(ctx, mode, iterations=40):
+    out = tmpfile()
+    w = Workload([ctx.workload("wakework"), out, str(iterations), mode, "--go"])
+    lw = Loopwatch(ctx, "-p", w.pid, "-d", iterations * 0.05 + 4, "--threshold", STALL_MS)
+    try:
+        lw.start()
+        time.sleep(0.5)
+        w.go()
+        w.wait()
+        lines = lw.stop()
+    finally:
+        w.kill()
+        lw.kill()
+    return load_truth(out), lines
+
+
+def check_woken_by_worker(ctx, mode):
+    """A loop that waits (on a pipe, on a futex) inside each iteration for an answer a
+    thread named answerer gives 25 ms later: at least 90 % of its stalls name the
+    answerer first, by thread id and name (its process too), with the time it woke the
+    loop from within 15 % of the loop's own measured wait."""
+    truth, lines = run_wakework(ctx, mode)
+    stalls = [s for s in of_type(lines, "stall", tid=truth["tid"])
+              if s["duration_ms"] >= STALL_MS]
+    waits = sorted(truth["waited_ns"])
+    assert len(stalls) >= 0.8 * len(waits), "%d stalls of %d waits" % (len(stalls), len(waits))
+    want = "woken by answerer[%d]" % truth["worker_tid"]
+    named = [s for s in stalls if s["top"].startswith(want) and s["wakers"] and
+             s["wakers"][0]["tid"] == truth["worker_tid"] and
+             s["wakers"][0]["comm"] == "answerer" and s["wakers"][0]["pid"] == truth["pid"]]
+    assert len(named) >= 0.9 * len(stalls), "%d of %d stalls say %r: %s" % (
+        len(named), len(stalls), want, [(s["blocked_ms"], s["top"], s["wakers"])
+                                        for s in stalls if s not in named][:4])
+    woke = sorted(s["wakers"][0]["ms"] for s in named)
+    median_wait_ms = waits[len(waits) // 2] / 1e6
+    assert abs(woke[len(woke) // 2] - median_wait_ms) <= 0.15 * median_wait_ms, \
+        (woke[len(woke) // 2], median_wait_ms)
+
+
+def test_waker_of_a_pipe_read_is_named(ctx):
+    """The loop reads a pipe the answerer thread writes: the answerer woke it."""
+    check_woken_by_worker(ctx, "pipe")
+
+
+def test_waker_of_a_futex_wait_is_named(ctx):
+    """The loop waits on a condition variable the answerer signals: the answerer woke it."""
+    check_woken_by_worker(ctx, "futex")
+
+
+def test_a_timer_wake_names_no_task(ctx):
+    """A 30 ms nanosleep ends at a timer interrupt, which runs on whatever task it
+    interrupted (on a shared host, anyone's): no task is named its waker, the stall says
+    [timer], and the culprit stays the sleeping function; a mutex held by the workload's
+    thread named holder names that thread."""
+    out = tmpfile()
+    w = Workload([ctx.workload("stallwork"), out, "sleep,mutex", "6", "--go"])
+    lw = Loopwatch(ctx, "-p", w.pid, "-d", 8, "--threshold", 5)
+    try:
+        lw.start()
+        time.sleep(0.5)
+        w.go()
+        w.wait()
+        lines = lw.stop()
+    finally:
+        w.kill()
+        lw.kill()
+    os.unlink(out)
+    stalls = of_type(lines, "stall")
+    sleeps = [s for s in stalls if s["top"].startswith("inject_nanosleep") or
+              "inject_nanosleep" in s["top"]]
+    mutexes = [s for s in stalls if "inject_mutex_wait" in s["top"]]
+    assert len(sleeps) >= 5 and len(mutexes) >= 5, [s["top"] for s in stalls]
+    for s in sleeps:
+        assert s["wakers"] and all(x["tid"] == 0 and x["comm"] == "[timer]"
+                                   for x in s["wakers"]), s["wakers"]
+        assert s["top"].startswith("inject_nanosleep"), s["top"]
+    named = [s for s in mutexes if s["top"].startswith("woken by holder[")]
+    assert len(named) >= 0.9 * len(mutexes), [(s["top"], s["wakers"]) for s in mutexes]

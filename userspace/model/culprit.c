@@ -149,6 +149,18 @@ static bool stall_report__neighbour_dominates(const struct stall_report *r)
 	       2 * r->neighbours[0].ns >= rest;
 }
 
+/*
+ * Asleep is the largest part of the stall, and one task (no interrupt) woke
+ * it from at least half of that time.
+ */
+static bool stall_report__waker_dominates(const struct stall_report *r)
+{
+	const struct neighbour_report *w = &r->wakers[0];
+
+	return r->nwakers && w->tid != LW_WAKER_INTERRUPT && r->blocked_ns >= r->oncpu_ns &&
+	       r->blocked_ns >= r->runq_ns && 2 * w->ns >= r->blocked_ns;
+}
+
 void stall_report__top(const struct stall_report *r, char *buf, size_t len)
 {
 	const struct cpu_limit *l = &r->limit;
@@ -156,6 +168,11 @@ void stall_report__top(const struct stall_report *r, char *buf, size_t len)
 	char own[sizeof(r->top)];
 
 	stall_report__own_top(r, own, sizeof(own));
+	if (stall_report__waker_dominates(r)) {
+		snprintf(buf, len, "woken by %s[%u] (in %s)", r->wakers[0].comm, r->wakers[0].tid,
+			 own);
+		return;
+	}
 	if (stall_report__neighbour_dominates(r)) {
 		snprintf(buf, len, "CPU held by %s[%u] (in %s)", nb->comm, nb->tid, own);
 		return;

@@ -81,6 +81,9 @@ struct stall_report {
 	struct cpu_limit limit;	/* that quota (limit.known: read), filled by the tracker */
 	int nneighbours;	/* who had the CPU while it waited, longest first */
 	struct neighbour_report neighbours[LW_ITER_NEIGHBOURS];
+	/* who woke it from its sleeps, longest sleeps first (tid 0: an interrupt) */
+	int nwakers;
+	struct neighbour_report wakers[LW_ITER_WAKERS];
 };
 
 struct block_report {

@@ -18,7 +18,8 @@
 #define DIAG_CULPRITS 10
 #define DIAG_PATHS 256		/* (process, syscall, file) kept from blocking calls */
 #define DIAG_STUCK 64		/* processes whose hung loops are remembered */
-#define DIAG_LIMITS 64		/* processes whose CPU quota throttled a stall */
+#define DIAG_LIMITS 64		/* processes whose stalls named another party */
+#define DIAG_PARTIES 4		/* wakers, CPU holders kept per process */
 /* a cause under this share of stall time gets no advice line */
 #define DIAG_MIN_SHARE 0.02
 
@@ -50,10 +51,16 @@ struct diagnosis {
 	size_t npaths;
 	struct diag_stuck stuck[DIAG_STUCK];
 	size_t nstuck;
-	/* the quota the latest throttled stall of each process named */
+	/*
+	 * The other parties of each process's stalls: the quota the latest
+	 * throttled one named; who woke it and who had its CPU, summed.
+	 */
 	struct {
 		__u32 pid;
 		struct cpu_limit limit;
+		int nwakers, nholders;
+		struct neighbour_report wakers[DIAG_PARTIES];
+		struct neighbour_report holders[DIAG_PARTIES];
 	} limits[DIAG_LIMITS];
 	size_t nlimits;
 };
@@ -142,28 +149,46 @@ static void diagnosis__stuck(struct sink *s, const struct stuck_report *k)
 }
 
 /* The end of a hung iteration: it returned to its wait, with its final split. */
+/* One party's time into a process's longest few; the least makes room. */
+static void parties__add(struct neighbour_report *v, int *n, const struct neighbour_report *p)
+{
+	int i, min = 0;
+
+	for (i = 0; i < *n; i++) {
+		if (v[i].tid == p->tid) {
+			v[i].ns += p->ns;
+			return;
+		}
+		if (v[i].ns < v[min].ns)
+			min = i;
+	}
+	if (*n < DIAG_PARTIES)
+		v[(*n)++] = *p;
+	else if (v[min].ns < p->ns)
+		v[min] = *p;
+}
+
 static void diagnosis__limit(struct diagnosis *d, const struct stall_report *r)
 {
 	size_t i;
 
-	if (!r->throttled_ns || !r->limit.known)
+	if (!(r->throttled_ns && r->limit.known) && !r->nwakers && !r->nneighbours)
 		return;
 	for (i = 0; i < d->nlimits && d->limits[i].pid != r->pid; i++)
 		;
 	if (i == DIAG_LIMITS)
 		return;
-	if (i == d->nlimits)
+	if (i == d->nlimits) {
+		memset(&d->limits[i], 0, sizeof(d->limits[i]));
 		d->nlimits++;
+	}
 	d->limits[i].pid = r->pid;
-	d->limits[i].limit = r->limit;
-}
-
-static const struct cpu_limit *diagnosis__limit_of(const struct diagnosis *d, __u32 pid)
-{
-	for (size_t i = 0; i < d->nlimits; i++)
-		if (d->limits[i].pid == pid)
-			return &d->limits[i].limit;
-	return NULL;
+	if (r->throttled_ns && r->limit.known)
+		d->limits[i].limit = r->limit;
+	for (int k = 0; k < r->nwakers; k++)
+		parties__add(d->limits[i].wakers, &d->limits[i].nwakers, &r->wakers[k]);
+	for (int k = 0; k < r->nneighbours; k++)
+		parties__add(d->limits[i].holders, &d->limits[i].nholders, &r->neighbours[k]);
 }
 
 static void diagnosis__stall(struct sink *s, const struct stall_report *r)
@@ -349,12 +374,61 @@ static void blocking__print(FILE *out, const struct diagnosis *d, const struct m
 	fputc('\n', out);
 }
 
+/* Who woke the loop from its sleeps, and who had its CPU while it waited, most first. */
+static void parties__print(FILE *out, const struct diagnosis *d, __u32 pid)
+{
+	const char *title[2] = { "Woken by (the sleeps each ended, in stalls)",
+				 "CPU held by (while it waited for a CPU, in stalls)" };
+
+	for (size_t i = 0; i < d->nlimits; i++) {
+		if (d->limits[i].pid != pid)
+			continue;
+		for (int kind = 0; kind < 2; kind++) {
+			struct neighbour_report v[DIAG_PARTIES];
+			int n = kind ? d->limits[i].nholders : d->limits[i].nwakers;
+
+			memcpy(v, kind ? d->limits[i].holders : d->limits[i].wakers,
+			       sizeof(v[0]) * (size_t)n);
+			if (!n)
+				continue;
+			fprintf(out, "%s: ", title[kind]);
+			for (int a = 0; a < n; a++) {
+				struct neighbour_report t;
+				int best = a;
+
+				for (int b = a + 1; b < n; b++)
+					if (v[b].ns > v[best].ns)
+						best = b;
+				t = v[a];
+				v[a] = v[best];
+				v[best] = t;
+				fputs(a ? ", " : "", out);
+				md__code(out, v[a].comm);
+				if (v[a].tid)
+					fprintf(out, " (thread %u of process %u)", v[a].tid, v[a].pid);
+				fprintf(out, " %.1f ms", ms(v[a].ns));
+			}
+			fputs(".\n\n", out);
+		}
+	}
+}
+
+static const struct cpu_limit *diagnosis__limit_of(const struct diagnosis *d, __u32 pid)
+{
+	for (size_t i = 0; i < d->nlimits; i++)
+		if (d->limits[i].pid == pid)
+			return &d->limits[i].limit;
+	return NULL;
+}
+
 /* Of the waits for a CPU, the cgroup's quota's: the limit, named. */
 static void throttled__print(FILE *out, const struct diagnosis *d, __u32 pid, __u64 runq,
 			     __u64 throttled)
 {
 	const struct cpu_limit *l = diagnosis__limit_of(d, pid);
 
+	if (!throttled || !l || !l->known)
+		l = NULL;
 	if (!throttled)
 		return;
 	fprintf(out, "Of that wait, %.1f %% (%.1f ms) was spent with the loop's cgroup throttled "
@@ -476,6 +550,7 @@ static void process__print(FILE *out, const struct diagnosis *d, const struct mo
 	culprits__print(out, m, p, p99_ns);
 	blocking__print(out, d, m, p->pid);
 	runq__print(out, d, m, p);
+	parties__print(out, d, p->pid);
 	probes__print(out, m, p->pid);
 	stuck__print(out, d, p->pid);
 }

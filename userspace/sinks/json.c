@@ -249,7 +249,7 @@ static void stacks__json(FILE *out, const struct stall_report *r)
 
 /*
  * Of the run-queue time, the cgroup's CPU quota's, and the quota when known;
- * who had the CPU meanwhile.
+ * who had the CPU meanwhile; who woke it from its sleeps.
  */
 static void json__throttled(FILE *out, const struct stall_report *r)
 {
@@ -261,6 +261,13 @@ static void json__throttled(FILE *out, const struct stall_report *r)
 			r->neighbours[i].tid, r->neighbours[i].pid);
 		json__string(out, r->neighbours[i].comm);
 		fprintf(out, ",\"ms\":%.3f}", json__ms(r->neighbours[i].ns));
+	}
+	fputs("],\"wakers\":[", out);
+	for (int i = 0; i < r->nwakers; i++) {
+		fprintf(out, "%s{\"tid\":%u,\"pid\":%u,\"comm\":", i ? "," : "",
+			r->wakers[i].tid, r->wakers[i].pid);
+		json__string(out, r->wakers[i].comm);
+		fprintf(out, ",\"ms\":%.3f}", json__ms(r->wakers[i].ns));
 	}
 	fputc(']', out);
 	if (!l->known)
