@@ -202,19 +202,22 @@ static __always_inline void party__add(struct lw_neighbour *v, __u32 *count, __u
  * CPU's table given back. Only a wait long enough to matter to a stall
  * (an eighth of the slow threshold) is kept: under contention most
  * iterations are preempted briefly. On another CPU than the one it left,
- * the task running there now is not charged its last part.
+ * the task running there now is not charged its last part. A global
+ * function, like block__close_live: its loops are verified once, not in
+ * every caller's states.
  */
-static __always_inline void cpu_wait__end(struct lw_loop *l, __u64 now)
+__weak __noinline int cpu_wait__end_live(struct lw_loop_live *live, __u64 now)
 {
+	struct lw_loop *l = (struct lw_loop *)live;
 	struct lw_cpu_wait *w;
 	__u32 zero = 0;
 
-	if (!l->off_watching)
-		return;
+	if (!l || !l->off_watching)
+		return 0;
 	l->off_watching = 0;
 	w = bpf_map_lookup_percpu_elem(&cpu_waits, &zero, l->off_cpu);
 	if (!w || w->tid != l->tid)
-		return;
+		return 0;
 	if (now - l->off_ns >= slow_threshold_ns / 8) {
 		for (__u32 i = 0; i < LW_CPU_NEIGHBOURS; i++) {
 			if (i >= w->n)
@@ -224,6 +227,13 @@ static __always_inline void cpu_wait__end(struct lw_loop *l, __u64 now)
 		}
 	}
 	w->tid = 0;
+	return 0;
+}
+
+static __always_inline void cpu_wait__end(struct lw_loop *l, __u64 now)
+{
+	if (l->off_watching)
+		cpu_wait__end_live((struct lw_loop_live *)l, now);
 }
 
 /*
