@@ -207,7 +207,6 @@ int BPF_PROG(loop_sched_switch, bool preempt, struct task_struct *prev,
 	return 0;
 }
 
-
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(loop_sched_wakeup, struct task_struct *p)
 {
@@ -248,8 +247,8 @@ int BPF_PROG(loop_sched_waking, struct task_struct *p)
 	w.tid = waker->pid;
 	w.pid = waker->tgid;
 	bpf_get_current_comm(w.comm, sizeof(w.comm));
-	/* 1: this program's frame */
-	w.kstack = bpf_get_stackid(ctx, &stacks, 1 | BPF_F_REUSE_STACKID);
+	/* 2: this program and bpf_trace_run */
+	w.kstack = bpf_get_stackid(ctx, &stacks, 2 | BPF_F_REUSE_STACKID);
 	counter__inc(LW_CTR_STACK_WALKS);
 	party__add(l->iter.wakers, &l->iter.nwakers, LW_ITER_WAKERS, &w);
 	return 0;

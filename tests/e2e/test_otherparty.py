@@ -152,9 +152,16 @@ def test_neighbour_named_when_it_held_the_cpu(ctx):
     beside it that takes the CPU at SCHED_FIFO for 25 ms every 100 ms, no quota: the
     run-queue stalls of 20 ms or more name the hog first (at least 90 % of them), by its
     thread id, with at most the burst's own length and at least 80 % of it in the
-    median."""
+    median; --report lists the hog first among those that held the loop's CPU."""
     burst_ms = 25
-    truth, lines = run_hogwork(ctx, 5, hog_nice=0, extra=("--fifo", burst_ms, "--busy", 3))
+    report = tmpfile(".md")
+    truth, lines = run_hogwork(ctx, 5, "--report", report, hog_nice=0,
+                               extra=("--fifo", burst_ms, "--busy", 3))
+    with open(report) as f:
+        text = f.read()
+    os.unlink(report)
+    assert "CPU held by (while it waited for a CPU, in stalls): `hog` (thread %d of process " \
+        "%d)" % (truth["hog_tid"], truth["pid"]) in text, text[-2000:]
     assert truth["hog_bursts"] >= 20, truth
     stalls = [s for s in of_type(lines, "stall", tid=truth["tid"])
               if s["duration_ms"] >= STALL_MS and s["cause"] == "runq"]
