@@ -207,20 +207,12 @@ int BPF_PROG(loop_sched_switch, bool preempt, struct task_struct *prev,
 	return 0;
 }
 
-SEC("tp_btf/sched_wakeup")
-int BPF_PROG(loop_sched_wakeup, struct task_struct *p)
-{
-	struct lw_loop *l = loop__of(p);
-
-	if (l && l->off_ns && l->off_blocked && !l->wake_ns)
-		l->wake_ns = bpf_ktime_get_ns();
-	return 0;
-}
-
 /*
- * Who wakes a loop thread from a sleep inside an iteration: sched_waking
- * runs in the waker's own context (sched_wakeup may run later on the
- * sleeper's CPU, from an IPI): the task calling the wake-up, with its kernel
+ * A loop thread asleep inside an iteration is woken: its sleep ends now, and
+ * who woke it. sched_waking, not sched_wakeup: it runs in the waker's own
+ * context (sched_wakeup may run later on the sleeper's CPU, from an IPI),
+ * and one program a wake-up costs every task of the machine one
+ * task-storage miss. The waker: the task calling the wake-up, with its kernel
  * stack, which says whether an interrupt did it instead (a timer, a device:
  * the task it interrupted had nothing to do with it; preempt_count would
  * say so, but it is a per-CPU variable the kernel resolves only with
@@ -229,7 +221,7 @@ int BPF_PROG(loop_sched_wakeup, struct task_struct *p)
  * that stack: the walk is the cost, like a CPU sample's.
  */
 SEC("tp_btf/sched_waking")
-int BPF_PROG(loop_sched_waking, struct task_struct *p)
+int BPF_PROG(loop_sched_wakeup, struct task_struct *p)
 {
 	struct lw_loop *l = loop__of(p);
 	struct task_struct *waker;
@@ -239,6 +231,7 @@ int BPF_PROG(loop_sched_waking, struct task_struct *p)
 	if (!l || !l->off_ns || !l->off_blocked || l->wake_ns)
 		return 0;
 	now = bpf_ktime_get_ns();
+	l->wake_ns = now;
 	from = l->off_ns > l->busy_start_ns ? l->off_ns : l->busy_start_ns;
 	if (now < from || now - from < block_threshold_ns)
 		return 0;
