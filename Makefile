@@ -25,7 +25,7 @@ FUZZERS := $(patsubst tests/fuzz/%.c,$(OUT)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.
 WORKLOADS := $(patsubst tests/workloads/%.c,$(OUT)/workloads/%,$(wildcard tests/workloads/*.c)) \
 	$(OUT)/workloads/chainwork_split
 
-.PHONY: all run test bench clean deps test-deps check-sanitize sanitize-build test-kernels
+.PHONY: all run test bench clean deps test-deps check-sanitize sanitize-build test-kernels docs
 
 all: $(OUT)/loopwatch
 
@@ -140,6 +140,10 @@ check-sanitize: $(OUT)/.test-deps
 	$(MAKE) OUT=$(OUT)-san SAN="$(SAN_FLAGS)" sanitize-build
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 FUZZ_SECONDS=$(FUZZ_SECONDS) \
 		python3 tests/run.py --build $(OUT)-san fuzz. $(SAN_E2E)
+
+# the man page's OPTIONS and docs/flags.md from loopwatch's own table of flags
+docs: $(OUT)/loopwatch
+	tools/docs.py $(OUT)/loopwatch
 
 # Debian's kernels (bookworm 6.1, trixie 6.12, forky 7.x) booted with virtme-ng under TCG
 # over a forky root cached in $(OUT)/kernels, the core end-to-end cases run in each, a

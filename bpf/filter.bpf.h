@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Which processes loopwatch watches: those -p or --comm name (either; none of
- * both: every process), and never itself. The
+ * Which processes loopwatch watches: those -p, --comm or --cgroup name (any;
+ * none of them: every process but those --exclude-comm names, shells by
+ * default), and never itself. The
  * options are defined in loop.bpf.c (read-only data set before load);
  * every program whose output follows the filter (loops, probes) asks here.
  * The including file brings vmlinux.h and maps.bpf.h first.
@@ -18,6 +19,12 @@ extern const volatile bool filter_pid;
 extern const volatile bool filter_comm;
 extern const volatile __u32 ncomms;
 extern const volatile char comm_filter[LW_MAX_COMMS][LW_COMM_LEN];
+extern const volatile bool filter_cgroup;
+extern const volatile __u32 ncgroups;
+extern const volatile __u64 cgroup_ids[LW_MAX_CGROUPS];
+extern const volatile __u32 cgroup_levels[LW_MAX_CGROUPS];
+extern const volatile __u32 nexcludes;
+extern const volatile char comm_exclude[LW_MAX_COMMS][LW_COMM_LEN];
 
 static __always_inline bool comm__equal(const char *a, const volatile char *b)
 {
@@ -28,6 +35,22 @@ static __always_inline bool comm__equal(const char *a, const volatile char *b)
 			return true;
 	}
 	return true;
+}
+
+/* Is the task's process named one of the first n of names? */
+static __always_inline bool comm__in(struct task_struct *task,
+				     const volatile char (*names)[LW_COMM_LEN], __u32 n)
+{
+	char comm[LW_COMM_LEN];
+
+	BPF_CORE_READ_STR_INTO(&comm, task, group_leader, comm);
+	for (__u32 i = 0; i < LW_MAX_COMMS; i++) {
+		if (i >= n)
+			break;
+		if (comm__equal(comm, names[i]))
+			return true;
+	}
+	return false;
 }
 
 /*
@@ -47,31 +70,48 @@ static __always_inline bool process__self(__u32 pid)
 	       ns.tgid == self_pid;
 }
 
-/* Named by -p or --comm, or no filter at all. */
-static __always_inline bool process__named(struct task_struct *task, __u32 pid)
+/* Is the current task in one of the --cgroup cgroups, or under one? */
+static __always_inline bool cgroup__named(void)
 {
-	char comm[LW_COMM_LEN];
-
-	if (!filter_pid && !filter_comm)
-		return true;
-	if (filter_pid && bpf_map_lookup_elem(&pid_filter, &pid))
-		return true;
-	if (!filter_comm)
-		return false;
-	BPF_CORE_READ_STR_INTO(&comm, task, group_leader, comm);
-	for (__u32 i = 0; i < LW_MAX_COMMS; i++) {
-		if (i >= ncomms)
+	for (__u32 i = 0; i < LW_MAX_CGROUPS; i++) {
+		if (i >= ncgroups)
 			break;
-		if (comm__equal(comm, comm_filter[i]))
+		if (bpf_get_current_ancestor_cgroup_id(cgroup_levels[i]) == cgroup_ids[i])
 			return true;
 	}
 	return false;
 }
 
+/* Named by -p, --comm or --cgroup, or no filter at all. */
+static __always_inline bool process__named(struct task_struct *task, __u32 pid)
+{
+	if (!filter_pid && !filter_comm && !filter_cgroup)
+		return true;
+	if (filter_pid && bpf_map_lookup_elem(&pid_filter, &pid))
+		return true;
+	if (filter_cgroup && cgroup__named())
+		return true;
+	return filter_comm && comm__in(task, comm_filter, ncomms);
+}
+
+/*
+ * A shell waits for its commands in wait4 between two reads of the
+ * terminal: its "stalls" are the user's commands, not lag anybody suffers.
+ */
+static __always_inline bool process__excluded(struct task_struct *task)
+{
+	return nexcludes && comm__in(task, comm_exclude, nexcludes);
+}
+
 /* task and pid (its tgid) are the current task's */
 static __always_inline bool process__wanted(struct task_struct *task, __u32 pid)
 {
-	return process__named(task, pid) && !process__self(pid);
+	if (process__self(pid))
+		return false;
+	/* what the user named is watched, whatever its name */
+	if (filter_pid || filter_comm || filter_cgroup)
+		return process__named(task, pid);
+	return !process__excluded(task);
 }
 
 #endif /* LOOPWATCH_FILTER_BPF_H */

@@ -34,6 +34,14 @@ const volatile bool filter_pid = false;
 const volatile bool filter_comm = false;
 const volatile __u32 ncomms = 0;
 const volatile char comm_filter[LW_MAX_COMMS][LW_COMM_LEN] = {};
+/* --cgroup, --service: these cgroups (v2 ids) and what is under them (levels) */
+const volatile bool filter_cgroup = false;
+const volatile __u32 ncgroups = 0;
+const volatile __u64 cgroup_ids[LW_MAX_CGROUPS] = {};
+const volatile __u32 cgroup_levels[LW_MAX_CGROUPS] = {};
+/* with neither -p nor --comm: processes by these names are not watched (shells) */
+const volatile __u32 nexcludes = 0;
+const volatile char comm_exclude[LW_MAX_COMMS][LW_COMM_LEN] = {};
 /* off: every wait call ends an iteration (--no-nested-waits) */
 const volatile bool nested_waits = true;
 

@@ -12,6 +12,7 @@
 #define LW_MAX_LOOPS 4096	/* loop threads tracked at once */
 #define LW_MAX_PIDS 1024	/* -p filter entries */
 #define LW_MAX_COMMS 16		/* --comm names */
+#define LW_MAX_CGROUPS 8	/* --cgroup and --service */
 
 /*
  * Log-linear histogram of nanoseconds: values below 2^LW_HIST_SUB_BITS have a

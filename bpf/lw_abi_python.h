@@ -65,7 +65,7 @@ struct lw_py_proc {
 	__u32 frame_is_entry;	/* is_entry byte (3.11), read under is_entry_mask */
 	__u32 is_entry_mask;	/* 1 in 3.11, else 0 */
 	__u32 every_entry;	/* 1: one C eval call per frame (3.8-3.10) */
-	__u32 pad;
+	__u32 tstate_task;	/* 3.14+: asyncio_running_task in the tstate; 0: not known */
 };
 
 /* One Python frame as BPF saw it; userspace reads the code object later. */
@@ -97,6 +97,7 @@ struct lw_py_stack {
 	__u64 entries;
 	/* bit i: frames[i] is a 3.12+ shim (FRAME_OWNED_BY_CSTACK), no code of its own */
 	__u64 shims;
+	__u64 task;		/* 3.14+: the thread's running asyncio Task object; 0: none */
 	__u64 hash;		/* of all the above and the frames: the id is taken from it */
 	struct lw_py_frame frames[LW_PY_MAX_DEPTH];
 };

@@ -187,21 +187,26 @@ static __always_inline void python__walk(const struct lw_py_proc *cfg, struct lw
 					 __u32 tid)
 {
 	struct lw_py_stack *st = &s->stack;
-	__u64 fsbase = python__fsbase(), f, pos, entry;
+	__u64 fsbase = python__fsbase(), f, pos, entry, tstate;
 	__u32 shift = cfg->pos_shift & 63, n = 0;
 
 	if (!fsbase) {
 		st->flags |= LW_PY_STACK_NO_TSTATE;
 		return;
 	}
-	if (!python__tstate_tss(cfg, s, fsbase, tid)) {
-		if (!python__tstate_list(cfg, s, fsbase, tid)) {
+	tstate = python__tstate_tss(cfg, s, fsbase, tid);
+	if (!tstate) {
+		tstate = python__tstate_list(cfg, s, fsbase, tid);
+		if (!tstate) {
 			st->flags |= LW_PY_STACK_NO_TSTATE;
 			return;
 		}
 		st->flags |= LW_PY_STACK_THREAD_LIST;
 	}
 	f = python__top_frame(cfg, s);
+	/* which asyncio Task runs now changes with every step: read it with the frames */
+	if (cfg->tstate_task)
+		st->task = py__read_ptr(tstate + cfg->tstate_task);
 	/*
 	 * Straight-line per frame: every version difference is arithmetic on
 	 * config numbers, and shims are kept (marked) rather than skipped, so
@@ -239,6 +244,7 @@ static __always_inline __u64 python__hash(const struct lw_py_stack *st)
 	h = stack__mix(h, st->version);
 	h = stack__mix(h, st->entries);
 	h = stack__mix(h, st->shims);
+	h = stack__mix(h, st->task);
 	for (int i = 0; i < LW_PY_MAX_DEPTH; i++) {
 		if (i >= st->nframes)
 			break;
@@ -278,6 +284,7 @@ __weak __noinline __u32 python__capture(void)
 	s->stack.pad = 0;
 	s->stack.entries = 0;
 	s->stack.shims = 0;
+	s->stack.task = 0;
 	if (cfg->flags & LW_PY_F_UNSUPPORTED)
 		s->stack.flags = LW_PY_STACK_UNSUPPORTED;
 	else

@@ -8,7 +8,7 @@ build_pkgs=(clang make gcc bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev li
 # runtimes and libraries the end-to-end tests trace
 test_pkgs=(python3 python3-tornado python3-aiohttp python3-uvloop python3-ujson nodejs prometheus
 	prometheus-node-exporter libjson-c-dev libjansson-dev libcjson-dev
-	python3.11-dbg strace debootstrap)
+	python3.11-dbg strace debootstrap tmux python3-requests curl)
 
 # the services and load generators make bench runs (tools/bench/cost.py, contended.py)
 bench_pkgs=(python3 python3-aiohttp nodejs wrk memcached libmemcached-tools bpftrace util-linux)

@@ -230,6 +230,11 @@ static void collector_opts__from_options(struct collector_opts *copts, struct ru
 	copts->npids = opts->npids;
 	copts->comms = opts->comms;
 	copts->ncomms = opts->ncomms;
+	copts->cgroup_ids = opts->cgroup_ids;
+	copts->cgroup_levels = opts->cgroup_levels;
+	copts->ncgroups = opts->ncgroups;
+	copts->excludes = opts->excludes;
+	copts->nexcludes = opts->nexcludes;
 	copts->verbose = opts->verbose;
 	copts->stall_threshold_ns = (__u64)(opts->threshold_ms * 1e6);
 	/* an --alert-ms under --threshold still needs those iterations sent up */
@@ -351,6 +356,55 @@ static void run__track_pids(struct run *r)
 	for (int i = 0; i < r->opts.npids; i++)
 		tracker__new_loop(r->tracker, (__u32)r->opts.pids[i]);
 	tracker__settle(r->tracker);
+}
+
+/* the filters, in userspace: --comm names, or (with neither filter) --exclude-comm's */
+static bool run__comm_wanted(const char *comm, void *arg)
+{
+	const struct options *o = arg;
+
+	/* cgroups are the kernel's to check: their loops are set up at their first wait */
+	if (o->ncgroups)
+		return false;
+	if (o->ncomms) {
+		for (int i = 0; i < o->ncomms; i++) {
+			if (!strncmp(comm, o->comms[i], LW_COMM_LEN))
+				return true;
+		}
+		return false;
+	}
+	for (int i = 0; i < o->nexcludes; i++) {
+		if (!strncmp(comm, o->excludes[i], LW_COMM_LEN))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Without -p: the loops already waiting as loopwatch starts, set up before it
+ * says "tracing" -- a process is otherwise set up at its first wait seen, and
+ * its first stalls would lack its Python/JS frames and unwind tables. At
+ * most RUN_PRESET processes and RUN_PRESET_S seconds (a host of many big
+ * runtimes): past them, at their first wait as before.
+ */
+#define RUN_PRESET 64
+#define RUN_PRESET_S 2.0
+
+static void run__track_waiting(struct run *r)
+{
+	double start = clock__mono();
+	int pids[RUN_PRESET];
+	size_t n;
+
+	if (r->opts.npids)
+		return;
+	n = procs__waiting(pids, RUN_PRESET, run__comm_wanted, &r->opts);
+	for (size_t i = 0; i < n && clock__mono() - start < RUN_PRESET_S; i++) {
+		if (pids[i] == getpid())
+			continue;
+		tracker__new_loop(r->tracker, (__u32)pids[i]);
+		tracker__settle(r->tracker);
+	}
 }
 
 /* Every process with a loop thread, set up (again, if its NEW_LOOP event was lost). */
@@ -561,6 +615,7 @@ int main(int argc, char **argv)
 	int status;
 
 	options__parse(&r.opts, argc, argv);
+	culprit__innermost(r.opts.innermost_culprits);
 	if (r.opts.list_probes) {
 		probes__list(stdout);
 		return 0;
@@ -569,6 +624,7 @@ int main(int argc, char **argv)
 	status = run__open(&r);
 	if (!status) {
 		run__track_pids(&r);
+		run__track_waiting(&r);
 		signal(SIGINT, signal__handle);
 		signal(SIGTERM, signal__handle);
 		signal(SIGUSR1, signal__handle);

@@ -7,7 +7,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "optable.h"
 #include "options.h"
+#include "proc/cgroupfs.h"
 #include "version.h"
 
 static const char doc[] =
@@ -28,155 +30,6 @@ static const char doc[] =
 "    loopwatch --quiet --prom-file /var/lib/prometheus/node-exporter/loopwatch.prom\n"
 "                                # a daemon feeding node_exporter's textfile collector\n"
 "    loopwatch --quiet --listen 127.0.0.1:9977  # a daemon a local Prometheus scrapes\n";
-
-enum {
-	OPT_COMM = 0x100,
-	OPT_JSON,
-	OPT_VERSION,
-	OPT_PROM_FILE,
-	OPT_PROM_INTERVAL,
-	OPT_PROM_PER_PID,
-	OPT_THRESHOLD,
-	OPT_BLOCK_THRESHOLD,
-	OPT_SAMPLE_HZ,
-	OPT_NO_NESTED_WAITS,
-	OPT_ALERT_MS,
-	OPT_ALERT_LOG,
-	OPT_ALERT_EXEC,
-	OPT_ALERT_EVERY,
-	OPT_PROBE,
-	OPT_NO_BUILTIN_PROBES,
-	OPT_LIST_PROBES,
-	OPT_PROBE_THRESHOLD,
-	OPT_STUCK_AFTER,
-	OPT_STUCK_EVERY,
-	OPT_FOLDED,
-	OPT_FOLDED_MERGE,
-	OPT_TRACE,
-	OPT_REPORT,
-	OPT_LISTEN,
-	OPT_PROM_STALE,
-	OPT_PROM_MAX_SERIES,
-	OPT_PROM_MIN_ITERATIONS,
-	OPT_KUBELET_LOGS,
-	OPT_UNWIND_MB,
-	OPT_RING_BUFFER,
-};
-
-static const struct option long_options[] = {
-	{ "pid", required_argument, NULL, 'p' },
-	{ "comm", required_argument, NULL, OPT_COMM },
-	{ "interval", required_argument, NULL, 'i' },
-	{ "duration", required_argument, NULL, 'd' },
-	{ "json", no_argument, NULL, OPT_JSON },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "prom-file", required_argument, NULL, OPT_PROM_FILE },
-	{ "prom-interval", required_argument, NULL, OPT_PROM_INTERVAL },
-	{ "prom-per-pid", no_argument, NULL, OPT_PROM_PER_PID },
-	{ "listen", required_argument, NULL, OPT_LISTEN },
-	{ "prom-stale", required_argument, NULL, OPT_PROM_STALE },
-	{ "prom-max-series", required_argument, NULL, OPT_PROM_MAX_SERIES },
-	{ "prom-min-iterations", required_argument, NULL, OPT_PROM_MIN_ITERATIONS },
-	{ "kubelet-logs", required_argument, NULL, OPT_KUBELET_LOGS },
-	{ "threshold", required_argument, NULL, OPT_THRESHOLD },
-	{ "block-threshold", required_argument, NULL, OPT_BLOCK_THRESHOLD },
-	{ "sample-hz", required_argument, NULL, OPT_SAMPLE_HZ },
-	{ "no-nested-waits", no_argument, NULL, OPT_NO_NESTED_WAITS },
-	{ "alert-ms", required_argument, NULL, OPT_ALERT_MS },
-	{ "alert-log", required_argument, NULL, OPT_ALERT_LOG },
-	{ "alert-exec", required_argument, NULL, OPT_ALERT_EXEC },
-	{ "alert-every", required_argument, NULL, OPT_ALERT_EVERY },
-	{ "probe", required_argument, NULL, OPT_PROBE },
-	{ "no-builtin-probes", no_argument, NULL, OPT_NO_BUILTIN_PROBES },
-	{ "list-probes", no_argument, NULL, OPT_LIST_PROBES },
-	{ "probe-threshold", required_argument, NULL, OPT_PROBE_THRESHOLD },
-	{ "stuck-after", required_argument, NULL, OPT_STUCK_AFTER },
-	{ "stuck-every", required_argument, NULL, OPT_STUCK_EVERY },
-	{ "folded", required_argument, NULL, OPT_FOLDED },
-	{ "folded-merge", no_argument, NULL, OPT_FOLDED_MERGE },
-	{ "trace", required_argument, NULL, OPT_TRACE },
-	{ "report", required_argument, NULL, OPT_REPORT },
-	{ "unwind-mb", required_argument, NULL, OPT_UNWIND_MB },
-	{ "ring-buffer", required_argument, NULL, OPT_RING_BUFFER },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "version", no_argument, NULL, OPT_VERSION },
-	{ "help", no_argument, NULL, 'h' },
-	{},
-};
-
-static const char options_help[] =
-"OPTIONS:\n"
-"  -p, --pid PID[,PID...]  only these processes (repeatable; a thread id names its\n"
-"                          process; PIDs after the options count too)\n"
-"      --comm NAME[,NAME]  only processes with these names (as in /proc/PID/comm;\n"
-"                          repeatable). With -p: the processes either names\n"
-"  -i, --interval SECONDS  report every SECONDS (default 1)\n"
-"  -d, --duration SECONDS  stop after SECONDS and print the summary\n"
-"      --json              JSON lines instead of a table\n"
-"  -q, --quiet             for daemons: no live view, no table, nothing on stderr but\n"
-"                          errors (--json lines and --prom-file are still written)\n"
-"  -v, --verbose           show libbpf's debug output, and the kernel side's own\n"
-"                          counters at exit\n"
-"      --version           print the version\n"
-"  -h, --help              this help\n"
-"\n"
-"STALLS:\n"
-"      --threshold MS      an iteration at or over MS is a stall (default 10)\n"
-"      --block-threshold MS  a syscall blocking the loop MS or more is reported (default 1)\n"
-"      --sample-hz HZ      CPU stack samples per second inside busy periods (default 997)\n"
-"      --no-nested-waits   every wait call ends an iteration, also one made from inside\n"
-"                          a handler (a socket timeout's poll, a second loop)\n"
-"      --ring-buffer MB    the kernel's buffer of stall, blocking and probed-call events,\n"
-"                          a power of two, 1..256 (default 16: ~5000 stalls)\n"
-"      --stuck-after SECONDS  a loop inside one iteration this long is reported while\n"
-"                          it lasts, with its stacks so far (default 1; 0: never)\n"
-"      --stuck-every SECONDS  and again every SECONDS while it lasts (default 5)\n"
-"      --unwind-mb MB      kernel memory for the unwind tables that find the callers of\n"
-"                          code built without frame pointers (default 16; 0: frame\n"
-"                          pointers only, every frame past the leaf marked so)\n"
-"\n"
-"FILES (written at exit and on SIGUSR1, replaced atomically):\n"
-"      --folded FILE       folded stacks of stall time for flame graphs (flamegraph.pl,\n"
-"                          inferno, speedscope): cause;process;frames... microseconds\n"
-"      --folded-merge      one set of stacks for all processes: no process frame\n"
-"      --trace FILE        Chrome Trace Event JSON (Perfetto, chrome://tracing) of the\n"
-"                          last 10 minutes: stalls, blocking and probed calls per thread\n"
-"      --report FILE       a Markdown diagnosis per process: lag, causes, advice\n"
-"\n"
-"ALERTS:\n"
-"      --alert-ms MS       a stall over MS on a watched loop is an alert (default 10),\n"
-"                          and an interval whose arrival-weighted p99 lag is over MS\n"
-"      --alert-log FILE    append alert lines to FILE instead of stderr\n"
-"      --alert-exec PROGRAM  run PROGRAM per alert with LOOPWATCH_* variables, no shell\n"
-"      --alert-every SECONDS  at most one alert per process per SECONDS, the rest\n"
-"                          counted as suppressed (default 10; 0: no limit)\n"
-"\n"
-"PROBES:\n"
-"      --probe FILE:SYMBOL[=LABEL]  time calls of a function (repeatable, up to 32);\n"
-"                          FILE is a path or a library name such as libc.so.6\n"
-"      --no-builtin-probes  only the --probe functions, not the built-in catalog\n"
-"      --probe-threshold MS  a probed call at or over MS is reported (default 1)\n"
-"      --list-probes       print the probe catalog and what it finds here, then exit\n"
-"\n"
-"PROMETHEUS:\n"
-"      --prom-file PATH    write metrics in the text exposition format to PATH,\n"
-"                          atomically (for node_exporter's textfile collector)\n"
-"      --prom-interval SECONDS  rewrite PATH every SECONDS (default 15) and on exit\n"
-"      --listen ADDR:PORT  serve /metrics (and /healthz) over HTTP, e.g.\n"
-"                          127.0.0.1:9977, 10.0.0.5:9977 or [::1]:9977; :PORT binds\n"
-"                          every interface. No authentication, no TLS: whoever reaches\n"
-"                          the port reads every traced process's name, executable,\n"
-"                          cgroup and pod; bind the address the scraper uses\n"
-"      --prom-per-pid      pid and tid labels: a series per thread instead of per\n"
-"                          process labels (comm, exe, cgroup, service)\n"
-"      --prom-stale SECONDS  a series in which no live process counts goes after\n"
-"                          SECONDS (default 300)\n"
-"      --prom-max-series N  at most N series (default 10000; 0: no cap); what the cap\n"
-"                          keeps out is counted in loopwatch_series_dropped_total\n"
-"      --prom-min-iterations N  a thread is exported from its Nth iteration on\n"
-"                          (default 10; 0: every thread that ever waited)\n"
-"      --kubelet-logs DIR  the host's /var/log, where kubelet's pods/ and containers/\n"
-"                          name a pod's namespace, pod and container (default /var/log)\n";
 
 static void usage__fail(const char *fmt, const char *arg)
 {
@@ -396,22 +249,62 @@ static void pids__add(struct options *opts, const char *arg)
 		usage__fail("invalid pid '%s'", arg);
 }
 
-static void comms__add(struct options *opts, const char *arg)
+/* NAME[,NAME...] appended to names (*n of them): process names as in /proc/PID/comm */
+static void names__add(char (*names)[LW_COMM_LEN], int *n, const char *arg, const char *flag)
 {
 	const char *p = arg;
 
 	do {
 		size_t len = strcspn(p, ",");
 
-		if (!len || len >= LW_COMM_LEN)
-			usage__fail("invalid --comm '%s': names of 1 to 15 characters, as in "
-				    "/proc/PID/comm, separated by commas", arg);
-		if (opts->ncomms >= LW_MAX_COMMS)
-			usage__fail("too many --comm names (at most 16): '%s'", arg);
-		memcpy(opts->comms[opts->ncomms], p, len);
-		opts->comms[opts->ncomms++][len] = '\0';
+		if (!len || len >= LW_COMM_LEN) {
+			fprintf(stderr, "loopwatch: invalid %s '%s': names of 1 to 15 characters, as "
+				"in /proc/PID/comm, separated by commas (see --help)\n", flag, arg);
+			exit(2);
+		}
+		if (*n >= LW_MAX_COMMS) {
+			fprintf(stderr, "loopwatch: too many %s names (at most 16): '%s' (see "
+				"--help)\n", flag, arg);
+			exit(2);
+		}
+		memcpy(names[*n], p, len);
+		names[(*n)++][len] = '\0';
 		p += len;
 	} while (*p++ == ',');
+}
+
+/* names --exclude-comm drops when it is not given */
+static const char *const default_excludes[] = {
+	"bash", "sh", "dash", "zsh", "ksh", "fish", "tcsh", "csh",
+};
+
+static void excludes__add(struct options *opts, const char *arg)
+{
+	if (!opts->excludes_given)
+		opts->nexcludes = 0;
+	opts->excludes_given = true;
+	if (strcmp(arg, "none"))
+		names__add(opts->excludes, &opts->nexcludes, arg, "--exclude-comm");
+}
+
+/* a cgroup named by path or service, resolved now: a typo is said at start */
+static void cgroups__add(struct options *opts, int key, const char *arg)
+{
+	struct cgroup_ref ref;
+	char err[600];
+	int ret;
+
+	if (opts->ncgroups >= LW_MAX_CGROUPS)
+		usage__fail("too many --cgroup and --service (at most 8): '%s'", arg);
+	ret = key == OPT_CGROUP ? cgroupfs__by_path(arg, &ref, err, sizeof(err)) :
+				  cgroupfs__by_service(arg, &ref, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "loopwatch: %s: %s\n", key == OPT_CGROUP ? "--cgroup" : "--service",
+			err);
+		exit(2);
+	}
+	opts->cgroup_ids[opts->ncgroups] = ref.id;
+	opts->cgroup_levels[opts->ncgroups++] = ref.level;
 }
 
 static void option__apply(struct options *opts, int key, char *arg)
@@ -421,7 +314,14 @@ static void option__apply(struct options *opts, int key, char *arg)
 		pids__add(opts, arg);
 		break;
 	case OPT_COMM:
-		comms__add(opts, arg);
+		names__add(opts->comms, &opts->ncomms, arg, "--comm");
+		break;
+	case OPT_EXCLUDE_COMM:
+		excludes__add(opts, arg);
+		break;
+	case OPT_CGROUP:
+	case OPT_SERVICE:
+		cgroups__add(opts, key, arg);
 		break;
 	case 'i':
 		opts->interval_s = seconds__parse(arg, "interval", 0.01, 3600);
@@ -493,6 +393,9 @@ static void option__apply(struct options *opts, int key, char *arg)
 	case OPT_NO_NESTED_WAITS:
 		opts->no_nested_waits = true;
 		break;
+	case OPT_INNERMOST_CULPRITS:
+		opts->innermost_culprits = true;
+		break;
 	case OPT_NO_BUILTIN_PROBES:
 		opts->no_builtin_probes = true;
 		break;
@@ -531,13 +434,41 @@ static void option__apply(struct options *opts, int key, char *arg)
 		printf("loopwatch %s\n", LOOPWATCH_VERSION);
 		exit(0);
 	case 'h':
-		printf("%s\n%s", doc, options_help);
+		printf("%s\n", doc);
+		opt_docs__help(stdout);
+		exit(0);
+	case OPT_HELP_FORMAT:
+		if (!strcmp(arg, "man"))
+			opt_docs__man(stdout);
+		else if (!strcmp(arg, "markdown"))
+			opt_docs__markdown(stdout);
+		else
+			usage__fail("invalid --help-format '%s': want man or markdown", arg);
 		exit(0);
 	}
 }
 
+/*
+ * --exclude-comm applies only where nothing is named; a name both kept and
+ * left out is a contradiction to say, not to settle silently.
+ */
+static void options__check_excludes(struct options *opts)
+{
+	for (int i = 0; opts->excludes_given && i < opts->nexcludes; i++) {
+		for (int k = 0; k < opts->ncomms; k++) {
+			if (!strcmp(opts->excludes[i], opts->comms[k]))
+				usage__fail("--comm and --exclude-comm both name '%s'",
+					    opts->comms[k]);
+		}
+	}
+	if (opts->npids || opts->ncomms || opts->ncgroups)
+		opts->nexcludes = 0;
+}
+
 void options__parse(struct options *opts, int argc, char **argv)
 {
+	struct option long_options[opt_ndocs + 1];
+	char shortopts[64];
 	int key;
 
 	memset(opts, 0, sizeof(*opts));
@@ -562,8 +493,12 @@ void options__parse(struct options *opts, int argc, char **argv)
 	opts->stuck_after_s = 1.0;
 	opts->stuck_every_s = 5.0;
 	opts->unwind_mb = 16;
+	for (size_t i = 0; i < sizeof(default_excludes) / sizeof(default_excludes[0]); i++)
+		strcpy(opts->excludes[opts->nexcludes++], default_excludes[i]);
+	opt_docs__long_options(long_options);
+	opt_docs__shortopts(shortopts, sizeof(shortopts));
 	opterr = 0;
-	while ((key = getopt_long(argc, argv, ":p:i:d:qvh", long_options, NULL)) != -1) {
+	while ((key = getopt_long(argc, argv, shortopts, long_options, NULL)) != -1) {
 		if (key == '?')
 			usage__fail("unknown option '%s'", argv[optind - 1]);
 		if (key == ':')
@@ -580,4 +515,5 @@ void options__parse(struct options *opts, int argc, char **argv)
 		usage__fail("%s needs --prom-file or --listen", "--prom-per-pid");
 	if (opts->folded_merge && !opts->folded)
 		usage__fail("%s needs --folded", "--folded-merge");
+	options__check_excludes(opts);
 }

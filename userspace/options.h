@@ -15,6 +15,14 @@ struct options {
 	int npids;
 	char comms[LW_MAX_COMMS][LW_COMM_LEN];
 	int ncomms;
+	/* with neither: every process but these (shells unless --exclude-comm says) */
+	char excludes[LW_MAX_COMMS][LW_COMM_LEN];
+	int nexcludes;
+	bool excludes_given;
+	/* --cgroup PATH and --service NAME, resolved to v2 cgroups (ids, levels) */
+	__u64 cgroup_ids[LW_MAX_CGROUPS];
+	__u32 cgroup_levels[LW_MAX_CGROUPS];
+	int ncgroups;
 	double interval_s;
 	double duration_s;	/* 0: until interrupted */
 	bool json;
@@ -36,6 +44,7 @@ struct options {
 	double block_threshold_ms;	/* a blocked syscall at or over this is a blocking call */
 	int sample_hz;		/* CPU samples per second inside busy periods */
 	bool no_nested_waits;	/* every wait call ends an iteration */
+	bool innermost_culprits;	/* culprit: the innermost frame, not the app's first */
 	int unwind_mb;		/* kernel memory for unwind tables; 0: frame pointers only */
 	int ring_mb;		/* the kernel's ring buffer of events, MiB (a power of two) */
 

@@ -1,4 +1,5 @@
 """Helpers shared by the end-to-end tests: run loopwatch and workloads, read JSON lines."""
+import datetime
 import json
 import math
 import os
@@ -192,6 +193,25 @@ class Workload:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+
+
+# an alert line: when it was raised (RFC 3339, UTC, ms), then the alert
+ALERT_LINE = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z) loopwatch: ALERT (.*)$")
+
+
+def alert_lines(text):
+    """(unix seconds, the alert after "loopwatch: ALERT ") of each alert line; any other
+    line that says ALERT fails: no line is half an alert."""
+    out = []
+    for line in text.splitlines():
+        if "ALERT" not in line:
+            continue
+        m = ALERT_LINE.match(line)
+        assert m, "not an alert line: %r" % line
+        ts = datetime.datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S.%fZ").replace(
+            tzinfo=datetime.timezone.utc).timestamp()
+        out.append((ts, m.group(2)))
+    return out
 
 
 def tmpfile(suffix=".json"):
@@ -442,3 +462,47 @@ def node_native(ctx, node_flags, routes, *flags, text=False):
         shutil.rmtree(d, ignore_errors=True)
         if pid and os.path.exists("/tmp/perf-%d.map" % pid):
             os.unlink("/tmp/perf-%d.map" % pid)
+
+
+REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+
+
+def distro_root(suite):
+    """The cached Debian root of suite (tools/testroot.sh builds it the first time):
+    its path. A root that cannot be had fails the test; there is no skip."""
+    r = subprocess.run([os.path.join(REPO, "tools", "testroot.sh"), suite],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert r.returncode == 0 and r.stdout.strip().startswith("/"), \
+        "tools/testroot.sh %s: %s" % (suite, r.stderr.strip()[-500:])
+    return r.stdout.strip()
+
+
+class RootMounts:
+    """For a with block: /proc and tests/apps (read-only, as /lwapps) bound into a
+    root for the programs started there, unmounted again however the block ends."""
+
+    def __init__(self, root):
+        self.root = root
+        self.done = []
+
+    def bind(self, src, dst, readonly=False):
+        os.makedirs(dst, exist_ok=True)
+        subprocess.run(["mount", "--bind", src, dst], check=True)
+        self.done.append(dst)
+        if readonly:
+            subprocess.run(["mount", "-o", "remount,bind,ro", dst], check=True)
+
+    def __enter__(self):
+        try:
+            self.bind("/proc", os.path.join(self.root, "proc"))
+            self.bind(APPS_DIR, os.path.join(self.root, "lwapps"), readonly=True)
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        for dst in reversed(self.done):
+            subprocess.run(["umount", "-l", dst])
+        self.done = []
+        return False

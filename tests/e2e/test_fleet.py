@@ -450,7 +450,7 @@ def test_fleet_a_loop_gone_before_the_interval_keeps_its_labels(ctx):
     their own exe and cgroup (read at their first wait), none under exe="" and
     cgroup="", and all of them are counted (the loops' own tally). Each waits 0.3 s first,
     so loopwatch reads its labels while it lives: one gone before loopwatch gets the CPU
-    at all has none (README, Limits)."""
+    at all has none (docs/limits.md)."""
     cg = Cgroups()
     path = cg.make("/lwtest-short-%d/app.scope" % os.getpid())
     script = ("import ctypes, os, select, sys\n"
@@ -769,12 +769,12 @@ def test_listen_is_said_to_be_unauthenticated_and_the_examples_bind_one_address(
     r = subprocess.run([ctx.loopwatch, "--help"], stdout=subprocess.PIPE, text=True,
                        timeout=20)
     usage = r.stdout[r.stdout.index("--listen ADDR:PORT"):]
-    usage = usage[:usage.index("\n      --", 1)]
+    usage = " ".join(usage[:usage.index("\n      --", 1)].split())
     for said in ("every interface", "No authentication"):
         assert said in usage, usage
     man = open(os.path.join(REPO, "tools", "loopwatch.8")).read()
     man = man[man.index("\\-\\-listen"):]
-    man = man[:man.index(".TP")]
+    man = " ".join(man[:man.index(".TP")].split()).lower()
     for said in ("every interface", "no authentication"):
         assert said in man, man
 

@@ -11,7 +11,7 @@ import subprocess
 import tempfile
 import time
 
-from lwtest import Workload, load_truth, of_type, run_traced, tmpfile, write_script
+from lwtest import Workload, alert_lines, load_truth, of_type, run_traced, tmpfile, write_script
 
 PLACEHOLDER = b"inject_named_for_patching_0123456789abcdef0123456789abcdef01234567"
 # a window title, a bell, a line of its own that looks like loopwatch's, a screen clear
@@ -237,6 +237,41 @@ def test_a_full_disk_or_dev_full_is_named_and_fails_the_run(ctx):
         shutil.rmtree(d)
 
 
+def test_a_reader_gone_ends_the_run_within_a_second(ctx):
+    """`loopwatch | head -1`: the pipe's reader goes away while loopwatch has nothing to
+    write (one idle process watched, a 30 s interval). It ends as the reader closes,
+    before its next write (it used to wait for it), naming the broken pipe, non-zero;
+    text and JSON lines alike. poll(2) reports the hang-up at once (~10 ms here)."""
+    sleeper = subprocess.Popen(["sleep", "120"])
+    try:
+        for fmt in ([], ["--json"]):
+            r, w = os.pipe()
+            p = subprocess.Popen([ctx.loopwatch, *fmt, "-p", str(sleeper.pid), "-i", "30",
+                                  "-d", "60"], stdout=w, stderr=subprocess.PIPE,
+                                 stdin=subprocess.DEVNULL, text=True)
+            os.close(w)
+            err = ""
+            while "tracing" not in err:
+                line = p.stderr.readline()
+                assert line, (p.wait(), err)
+                err += line
+            time.sleep(0.5)
+            assert p.poll() is None, err
+            os.close(r)
+            try:
+                # its next write would come 30 s on: ending before that is the point
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                raise AssertionError("%s: still running 20 s after its reader went" % fmt)
+            err += p.stderr.read()
+            assert p.returncode != 0, (fmt, p.returncode, err)
+            assert "cannot write stdout: Broken pipe" in err, (fmt, err)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
 def test_a_failed_write_mid_run_fails_the_run_though_the_last_one_worked(ctx):
     """--report's SIGUSR1 snapshot and --prom-file's interval writes onto a full 64 KiB
     tmpfs fail (said once each); space is freed and the writes at exit work: the files
@@ -320,8 +355,9 @@ def test_escape_laden_symbol_names_reach_no_output_raw(ctx):
         with open(alert_log, encoding="utf-8", errors="strict") as f:
             log = f.read()
         assert log.count("\n") >= 2 and not unsafe_chars(log), repr(log)
-        assert all(l.startswith("loopwatch: ALERT stallwork[%d]" % pid)
-                   for l in log.splitlines()), repr(log)
+        alerts = alert_lines(log)
+        assert len(alerts) == log.count("\n") and all(
+            a.startswith("stallwork[%d]" % pid) for _, a in alerts), repr(log)
 
         out = tmpfile()
         pid, lines, stderr = run_traced(ctx, [work, out, "named", "2", "--go"],
@@ -331,9 +367,9 @@ def test_escape_laden_symbol_names_reach_no_output_raw(ctx):
         assert "forged" in text and "Summary:" in text, text
         assert not unsafe_chars(text), repr(text)
         assert not unsafe_chars(stderr), repr(stderr)
-        alerts = [l for l in stderr.splitlines() if "ALERT" in l]
-        assert len(alerts) >= 2 and all(l.startswith("loopwatch: ALERT stallwork[") for l in
-                                        alerts), repr(stderr)
+        alerts = alert_lines(stderr)
+        assert len(alerts) >= 2 and all(a.startswith("stallwork[") for _, a in alerts), \
+            repr(stderr)
     finally:
         shutil.rmtree(d)
 

@@ -177,6 +177,42 @@ def test_pid_and_comm_filters_combine(ctx):
         shutil.rmtree(link_dir, ignore_errors=True)
 
 
+def test_cgroup_and_service_filters(ctx):
+    """--cgroup (a v2 path as /proc/PID/cgroup shows it, or under the mount) and --service
+    (a unit's name) keep the processes in that cgroup and under it, and with --comm the
+    processes either names; an unknown cgroup is a one-line error and status 2."""
+    from lwtest import CGROUP2, Cgroups
+    name = "lwsvc%d" % os.getpid()
+    top = "/lwtest-cg-%d" % os.getpid()
+    outs = [tmpfile() for _ in range(2)]
+    cg = Cgroups()
+    a, b = (Workload([ctx.workload("loopwork"), out, "fixed3", "100000"], go=False)
+            for out in outs)
+    try:
+        cg.move(a.pid, top + "/" + name + ".service")
+        cases = [
+            (["--cgroup", top], {a.pid}),
+            (["--cgroup", CGROUP2 + top], {a.pid}),
+            (["--service", name], {a.pid}),
+            (["--service", name, "-p", str(b.pid)], {a.pid, b.pid}),
+        ]
+        for args, want in cases:
+            lines = Loopwatch(ctx, "-d", 2, "-i", 0.5, *args).start().stop()
+            got = {l["pid"] for l in of_type(lines, "interval")}
+            assert got & {a.pid, b.pid} == want and not got - want, (args, got, want)
+        for flag, arg in (("--cgroup", top + "/nope"), ("--service", name + "x")):
+            r = subprocess.run([ctx.loopwatch, flag, arg, "-d", "1"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, timeout=30)
+            assert r.returncode == 2 and r.stderr.count("\n") == 1, (flag, r)
+    finally:
+        for w in (a, b):
+            w.kill()
+        cg.cleanup()
+        for out in outs:
+            if os.path.exists(out):
+                os.unlink(out)
+
+
 def test_missing_privileges_named(ctx):
     r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
                         ctx.loopwatch, "-d", "1"], stdout=subprocess.PIPE,
@@ -329,3 +365,62 @@ def test_loopwatch_never_watches_itself_in_a_pid_namespace(ctx):
     mine = [l for l in lines if l.get("pid") == host_pid]
     assert not mine, "loopwatch (pid %d) watched itself: %s" % (host_pid, mine[:3])
     assert "ALERT loopwatch[%d]" % host_pid not in lw.stderr, lw.stderr[-1000:]
+
+
+def test_a_system_wide_screen_leads_with_the_stalling_server(ctx):
+    """What a first system-wide run shows: an interactive shell (in tmux) running a 3 s
+    command, a curl loop and a server whose handlers stall (tools/demo/slow_asyncio.py).
+    The shell is no loop thread (it waits for its command: --exclude-comm's default
+    shells), loopwatch is not in its own output, and of the processes started here the
+    server leads the summary and every interval it is active in."""
+    demo = os.path.join(os.path.dirname(__file__), "..", "..", "tools", "demo",
+                        "slow_asyncio.py")
+    server = subprocess.Popen(["/usr/bin/python3", demo, "--seconds", "60"],
+                              stdout=subprocess.PIPE, text=True)
+    tmux = ["tmux", "-L", "lwtest-sw"]
+    curl = None
+    try:
+        port = int(server.stdout.readline().rsplit(":", 1)[1])
+        subprocess.run(tmux + ["new-session", "-d", "-s", "sh", "-x", "100", "-y", "30",
+                               "bash", "--norc", "-i"], check=True)
+        shell = int(subprocess.run(tmux + ["list-panes", "-t", "sh", "-F", "#{pane_pid}"],
+                                   stdout=subprocess.PIPE, text=True).stdout)
+        curl = subprocess.Popen(["bash", "-c", "while :; do curl -s -o /dev/null "
+                                 "http://127.0.0.1:%d/fast; sleep 0.05; done" % port])
+        lw = subprocess.Popen([ctx.loopwatch, "-d", "6", "-i", "1"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+        time.sleep(2)
+        subprocess.run(tmux + ["send-keys", "-t", "sh", "sleep 3", "Enter"], check=True)
+        # a host full of other loops to set up can stretch a 6 s run (each is set up once)
+        out, err = lw.communicate(timeout=240)
+        assert lw.returncode == 0, err
+    finally:
+        subprocess.run(tmux + ["kill-server"], stderr=subprocess.DEVNULL)
+        for p in (curl, server):
+            if p:
+                p.kill()
+                p.wait()
+    ours = {server.pid, shell, curl.pid}
+    tables, rows = [], None
+    for line in out.splitlines():
+        f = line.split()
+        if line.lstrip().startswith("PID ") and "ITER/s" in line:
+            rows = []
+            tables.append(rows)
+        elif rows is not None and len(f) > 4 and f[0].isdigit() and f[1].isdigit():
+            rows.append((int(f[0]), f[2]))
+        elif not line.strip():
+            rows = None
+    assert len(tables) >= 2, out[-3000:]
+    everything = [r for t in tables for r in t]
+    # other loopwatch instances on a shared host are processes like any other
+    assert not [r for r in everything if r[1] == "bash" or r[0] == lw.pid], everything
+    assert "ALERT bash" not in err and "loopwatch[%d]" % lw.pid not in err, err[-2000:]
+    led = 0
+    for t in tables:
+        mine = [pid for pid, comm in t if pid in ours or comm == "curl"]
+        if server.pid in mine:
+            assert mine[0] == server.pid, (t, out[-3000:])
+            led += 1
+    # the summary and at least one interval (a loaded host may stretch them)
+    assert led >= 2, out[-3000:]

@@ -7,7 +7,7 @@ import re
 import subprocess
 import time
 
-from lwtest import Loopwatch, Workload, load_truth, of_type, run_traced, tmpfile
+from lwtest import Loopwatch, Workload, alert_lines, load_truth, of_type, run_traced, tmpfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CULPRITS = ("render_page", "query_backend", "parse_request", "crunch_numbers", "backoff_sleep")
@@ -196,5 +196,9 @@ def test_a_hung_loop_is_reported_while_it_hangs(ctx):
         text = f.read()
     # the stall that ends the hang was alerted already: no second alert for it
     assert text.count("deadlock_handler") == 1, text
+    # stamped when raised: the stuck alert after the hang began, before the run ended
+    stamped = alert_lines(text)
+    assert stamped and all(hang_start <= ts <= time.time() + 1 for ts, _ in stamped), \
+        (hang_start, text)
     os.unlink(alerts)
     os.unlink(prom)

@@ -11,7 +11,7 @@ import tempfile
 import time
 import urllib.request
 
-from lwtest import Workload, arrival_excess, free_port, iteration_bounds, tmpfile
+from lwtest import ALERT_LINE, Workload, arrival_excess, free_port, iteration_bounds, tmpfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # a kernel bucket is at most 1/32 of its lower bound wide: one that straddles an le
@@ -119,7 +119,7 @@ class PromLoopwatch:
         out, err = self.proc.communicate(timeout=timeout)
         assert self.proc.returncode == 0, "loopwatch exited %d: %s" % (
             self.proc.returncode, err[-2000:])
-        chatter = [l for l in err.splitlines() if not l.startswith("loopwatch: ALERT")]
+        chatter = [l for l in err.splitlines() if not ALERT_LINE.match(l)]
         assert out == "" and not chatter, "--quiet printed: %r %r" % (out[:500], chatter[:5])
 
     def kill(self):

@@ -188,7 +188,7 @@ def test_each_cause_is_a_stall_with_the_right_breakdown_and_stack(ctx):
     # each in at least one of its repeats, in a stack of the stall or of its blocking
     # call; a CPU spin also in the top frames. A stack walk from inside a libc function
     # built without frame pointers recovers its caller from the saved stack words, and
-    # that fails for some captures (pthread_mutex_lock, write: see the README's limits)
+    # that fails for some captures (pthread_mutex_lock, write: see docs/limits.md)
     for kind in sorted({k for k, _ in found}):
         oks = found.get((kind, "stacks"), []) + found.get((kind, "call"), [])
         assert any(ok for ok, _ in oks), "%s: %s in no stack: %s" % (kind, EXPECT[kind][0], oks)

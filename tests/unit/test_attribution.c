@@ -45,6 +45,43 @@ static __u64 shares__sum(const struct stack_share *v, int n, int stack, int caus
 	return sum;
 }
 
+/*
+ * A node stack with no JS frame: V8's internals (a property store under a
+ * builtin trampoline) are charged to the node binding that called into V8,
+ * not each to a row of its own; with nothing else named, the leaf stays.
+ */
+static void culprit__skips_v8_internals(void)
+{
+	struct frame f[4];
+	struct stack_report s = { .samples = 1, .frames = f, .nframes = 4 };
+
+	frame__set(&f[0], FRAME_NATIVE, "v8::internal::Object::SetPropertyInternal", "node");
+	frame__set(&f[1], FRAME_NATIVE, "Builtins_CallApiCallback", "node");
+	frame__set(&f[2], FRAME_NATIVE, "node::fs::Read", "node");
+	frame__set(&f[3], FRAME_NATIVE, "uv_run", "node");
+	CHECK(stack_report__culprit(&s) == 2, "culprit %d", stack_report__culprit(&s));
+	s.nframes = 2;
+	CHECK(stack_report__culprit(&s) == 0, "only V8's own: its leaf");
+}
+
+/* the offenders table's rows: one per function, whatever line or caller */
+static void culprit__function_identity(void)
+{
+	char a[128], b[128];
+
+	culprit__function("render (app.py:28) < handle (app.py:46)", a, sizeof(a));
+	culprit__function("render (app.py:31) < other (app.py:90)", b, sizeof(b));
+	CHECK(!strcmp(a, "render (app.py)") && !strcmp(a, b), "%s | %s", a, b);
+	culprit__function("dictNext < keysCommand", a, sizeof(a));
+	CHECK(!strcmp(a, "dictNext"), "%s", a);
+	culprit__function("f (x:y:1) < g", a, sizeof(a));
+	CHECK(!strcmp(a, "f (x:y)"), "a path with a colon keeps it: %s", a);
+	culprit__function("std::map<int, int>::find < main", a, sizeof(a));
+	CHECK(!strcmp(a, "std::map<int, int>::find"), "%s", a);
+	culprit__function("x", a, 1);
+	CHECK(a[0] == '\0', "no room");
+}
+
 int main(void)
 {
 	struct stall_report r = { .pid = 7, .tid = 7, .comm = "app", .duration_ns = 22 * MS,
@@ -101,5 +138,7 @@ int main(void)
 	for (int i = 0; i < r.nstacks; i++)
 		free(r.stacks[i].frames);
 	attribution__free(a);
+	culprit__skips_v8_internals();
+	culprit__function_identity();
 	return check__report();
 }

@@ -7,7 +7,9 @@
  * The BPF walker itself is proven by tools/pywalk and tests/e2e/test_python.py.
  */
 #define _GNU_SOURCE
+#include <limits.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <stdio.h>
@@ -20,6 +22,7 @@
 #include "symbols/python.h"
 
 #include "check.h"
+#include "testroot.h"
 
 static struct procs *procs;
 
@@ -382,6 +385,114 @@ static void test_detect(void)
 	}
 }
 
+/* the walker's numbers, without what is the process's own (where _PyRuntime is) */
+static bool layout__same(const struct lw_py_proc *a, const struct lw_py_proc *b)
+{
+	struct lw_py_proc x = *a, y = *b;
+
+	x.runtime = y.runtime = 0;
+	x.tls_inline = y.tls_inline = x.tls_blocks = y.tls_blocks = 0;
+	return !memcmp(&x, &y, sizeof(x));
+}
+
+/* Write len bytes into pid's memory at addr (root: /proc/PID/mem is writable). */
+static bool mem__poke(pid_t pid, uint64_t addr, const void *buf, size_t len)
+{
+	char path[64];
+	int fd;
+	bool ok;
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ok = pwrite(fd, buf, len, (off_t)addr) == (ssize_t)len;
+	close(fd);
+	return ok;
+}
+
+/*
+ * Debug offsets a walker cannot use (CPython itself never reads them, so
+ * the live 3.13.0 is changed in place): the process is Python, flagged
+ * unsupported, and its stacks' one marker frame says why.
+ */
+static void check__unusable_offsets(pid_t pid, uint64_t runtime)
+{
+	struct python_syms *ps = python_syms__new();
+	struct lw_py_stack st = { .version = 0x030d, .flags = LW_PY_STACK_UNSUPPORTED };
+	struct frame out[2];
+	struct lw_py_proc cfg;
+	uint64_t one = 1, zero = 0, far = 0x100000;
+	char version[64];
+	int r, n;
+
+	CHECK(mem__poke(pid, runtime + 0x10, &one, 8), "poke free_threaded");
+	procs__forget(procs, pid);
+	r = python__detect(procs__get(procs, pid), &cfg, version, sizeof(version));
+	CHECK(r == PYTHON_UNSUPPORTED && (cfg.flags & LW_PY_F_UNSUPPORTED) &&
+	      !strcmp(version, "3.13.0 (free-threaded)"), "%d %s", r, version);
+	n = python__symbolize(ps, procs__get(procs, pid), &st, out, 2);
+	CHECK(n == 1 && !strcmp(out[0].func, "[python: unsupported 3.13: free-threaded]"),
+	      "%d %s", n, out[0].func);
+
+	/* thread_state.current_frame far outside the tstate */
+	CHECK(mem__poke(pid, runtime + 0x10, &zero, 8) && mem__poke(pid, runtime + 0xb8, &far, 8),
+	      "poke current_frame");
+	python__forget_pid(ps, pid);
+	r = python__detect(procs__get(procs, pid), &cfg, version, sizeof(version));
+	CHECK(r == PYTHON_UNSUPPORTED && !strcmp(version, "3.13.0 (debug offsets out of range)"),
+	      "%d %s", r, version);
+	n = python__symbolize(ps, procs__get(procs, pid), &st, out, 2);
+	CHECK(n == 1 && !strcmp(out[0].func,
+				"[python: unsupported 3.13: debug offsets out of range]"),
+	      "%d %s", n, out[0].func);
+	python_syms__free(ps);
+}
+
+/*
+ * 3.13 publishes its offsets: read from the target (pyenv 3.13.0, Debian
+ * trixie's 3.13 in a chroot) they are the numbers the measured table holds.
+ */
+static void test_debug_offsets_equal_the_table(void)
+{
+	char *argv[] = { "python3.13", "-c", "import time; print(1, flush=True); time.sleep(60)",
+			 NULL };
+	char *root_argv[] = { "python3.13", "-c",
+			      "import time; print(1, flush=True); time.sleep(60)", NULL };
+	char path[PATH_MAX], root[PATH_MAX], version[64];
+	struct lw_py_proc cfg, table;
+	pid_t pid;
+	int r;
+
+	CHECK(python__table(0x030d, &table) == 0 && table.version == 0x030d, "3.13 in the table");
+	snprintf(path, sizeof(path), "%s/.pyenv/versions/3.13.0/bin/python3.13",
+		 getenv("HOME") ? getenv("HOME") : "/root");
+	pid = spawn(path, argv);
+	CHECK(pid > 0, "spawn %s", path);
+	if (pid > 0) {
+		r = python__detect(procs__get(procs, pid), &cfg, version, sizeof(version));
+		CHECK(r == 0 && !strcmp(version, "3.13.0") && layout__same(&cfg, &table),
+		      "%d %s: interp_threads %#x tstate_frame %#x frame_pos %#x", r, version,
+		      cfg.interp_threads, cfg.tstate_frame, cfg.frame_pos);
+		if (r == 0)
+			check__unusable_offsets(pid, cfg.runtime);
+		reap(pid);
+	}
+	if (!testroot__get("trixie", root, sizeof(root))) {
+		CHECK(false, "tools/testroot.sh trixie failed");
+		return;
+	}
+	pid = testroot__spawn(root, root_argv);
+	CHECK(pid > 0, "spawn python3.13 in %s", root);
+	if (pid > 0) {
+		r = python__detect(procs__get(procs, pid), &cfg, version, sizeof(version));
+		CHECK(r == 0 && !strncmp(version, "3.13.", 5) && layout__same(&cfg, &table),
+		      "%d %s: interp_threads %#x tstate_frame %#x frame_pos %#x", r, version,
+		      cfg.interp_threads, cfg.tstate_frame, cfg.frame_pos);
+		reap(pid);
+	}
+}
+
 int main(void)
 {
 	procs = procs__new();
@@ -393,6 +504,7 @@ int main(void)
 	test_splice_edges();
 	test_symbolize_markers_and_bad_memory();
 	test_detect();
+	test_debug_offsets_equal_the_table();
 	procs__free(procs);
 	return check__report();
 }

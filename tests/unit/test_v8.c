@@ -18,7 +18,9 @@
 #include "proc/elf.h"
 #include "proc/procs.h"
 #include "symbols/v8.h"
+#include "symbols/native.h"
 #include "symbols/v8meta.h"
+#include "testroot.h"
 
 /* measured on live heaps of each (the prototype's tables): what v8meta must find */
 static const struct {
@@ -264,6 +266,123 @@ static void test_markers(void)
 	procs__free(procs);
 }
 
+#define LIBNODE "/usr/lib/x86_64-linux-gnu/libnode.so.137"
+#define EXPORTS_MAX 20000
+
+struct exports {
+	uint64_t value[EXPORTS_MAX], size[EXPORTS_MAX];
+	size_t n;
+};
+
+static int export__note(const struct elf_symbol *s, void *arg)
+{
+	struct exports *e = arg;
+
+	if (s->type == STT_FUNC && s->size >= 2 && e->n < EXPORTS_MAX) {
+		e->value[e->n] = s->value;
+		e->size[e->n++] = s->size;
+	}
+	return 0;
+}
+
+/* Where pid mapped path's file offset 0: the library's load bias (its first vaddr is 0). */
+static uint64_t mapping__base(int pid, const char *suffix)
+{
+	char path[64], line[512];
+	unsigned long long lo = 0, off;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		size_t n = strcspn(line, "\n");
+
+		line[n] = '\0';
+		if (n > strlen(suffix) && !strcmp(line + n - strlen(suffix), suffix) &&
+		    sscanf(line, "%llx-%*x %*s %llx", &lo, &off) == 2 && off == 0)
+			break;
+		lo = 0;
+	}
+	if (f)
+		fclose(f);
+	return lo;
+}
+
+/*
+ * Debian forky's node 24: a 26 KB /usr/bin/node over libnode.so.137, whose
+ * Builtins_* and blob symbols are stripped. Its V8 layout comes from the
+ * library's .dynsym, the builtins from the globals the process keeps them
+ * in, and every function it exports is named, none "[unknown]".
+ */
+static void test_libnode(void)
+{
+	char *argv[] = { "node", "-e", "console.log(1); setInterval(() => {}, 1000)", NULL };
+	char root[PATH_MAX], path[PATH_MAX + 64], desc[160];
+	static struct exports e;
+	struct procs *procs = procs__new();
+	struct v8_syms *vs = v8_syms__new();
+	struct symbolizer *sym = symbolizer__new(procs);
+	struct lw_v8_proc cfg;
+	struct elf_handle h;
+	struct v8_meta m;
+	size_t unnamed = 0, first = 0;
+	uint64_t base;
+	pid_t pid;
+	int r;
+
+	if (!testroot__get("forky", root, sizeof(root))) {
+		CHECK(false, "tools/testroot.sh forky failed");
+		goto out;
+	}
+	snprintf(path, sizeof(path), "%s%s", root, LIBNODE);
+	CHECK(!elf__open(&h, path), "%s", path);
+	if (!h.elf)
+		goto out;
+	r = v8meta__load(&m, &h);
+	e.n = 0;
+	elf__symbols(&h, SHT_DYNSYM, export__note, &e);
+	elf__close(&h);
+	CHECK(!r && m.version[0] == 13 && !m.blob_code && m.blob_code_at[0] && m.blob_size_at[0],
+	      "%d %s: V8 %u blob %#llx at %#llx", r, m.why, m.version[0],
+	      (unsigned long long)m.blob_code, (unsigned long long)m.blob_code_at[0]);
+	if (!r)
+		v8meta__free(&m);
+	CHECK(e.n > 5000, "%zu exported functions", e.n);
+
+	pid = testroot__spawn(root, argv);
+	CHECK(pid > 0, "node in %s", root);
+	if (pid <= 0)
+		goto out;
+	r = v8__detect(vs, procs__get(procs, pid), &cfg, desc, sizeof(desc));
+	base = mapping__base(pid, "/libnode.so.137");
+	CHECK(r == 0 && !strncmp(desc, "V8 13.", 6) && base && cfg.blob_lo > base &&
+	      cfg.blob_hi > cfg.blob_lo && cfg.blob_hi - cfg.blob_lo < (64u << 20),
+	      "%d %s: blob %#llx-%#llx", r, desc, (unsigned long long)cfg.blob_lo,
+	      (unsigned long long)cfg.blob_hi);
+	/* every exported function, at its middle, by the native symbolizer */
+	for (size_t i = 0; base && i < e.n; i += 64) {
+		uint64_t ips[64];
+		struct frame out[64];
+		int n = (int)(e.n - i < 64 ? e.n - i : 64), got;
+
+		for (int k = 0; k < n; k++)
+			ips[k] = base + e.value[i + k] + e.size[i + k] / 2;
+		got = symbolizer__symbolize(sym, pid, ips, n, false, out, 64);
+		for (int k = 0; k < got; k++) {
+			if (!out[k].func[0] && !unnamed++)
+				first = i + k;
+		}
+	}
+	CHECK(unnamed == 0, "%zu of %zu exported functions unnamed, first at %#llx", unnamed,
+	      e.n, (unsigned long long)e.value[first]);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+out:
+	symbolizer__free(sym);
+	v8_syms__free(vs);
+	procs__free(procs);
+}
+
 int main(int argc, char **argv)
 {
 	char self[PATH_MAX];
@@ -277,5 +396,6 @@ int main(int argc, char **argv)
 	test_meta_fuzzed();
 	test_splice();
 	test_markers();
+	test_libnode();
 	return check__report();
 }

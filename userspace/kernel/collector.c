@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 #include <sys/stat.h>
@@ -162,21 +163,55 @@ static void collector__no_autoattach(struct collector *c)
 	}
 }
 
+struct tp_attach {
+	struct bpf_program *prog;
+	size_t i;
+	struct bpf_link *link;
+	int err;
+};
+
+static void *tp_attach__run(void *arg)
+{
+	struct tp_attach *a = arg;
+	LIBBPF_OPTS(bpf_tracepoint_opts, opts, .bpf_cookie = syscall_tps[a->i].cookie);
+
+	a->link = bpf_program__attach_tracepoint_opts(a->prog, "syscalls", syscall_tps[a->i].tp,
+						      &opts);
+	a->err = a->link ? 0 : -errno;
+	return NULL;
+}
+
+/*
+ * All at once, a thread each: the kernel may wait for an RCU grace period
+ * before it enables a tracepoint (one a tracer left recently), up to 2 s
+ * on a loaded host -- waited side by side, not 23 times in a row.
+ */
 static int collector__attach_syscalls(struct collector *c)
 {
-	for (size_t i = 0; i < NSYSCALL_TPS; i++) {
-		LIBBPF_OPTS(bpf_tracepoint_opts, opts, .bpf_cookie = syscall_tps[i].cookie);
-		struct bpf_program *prog =
-			bpf_object__find_program_by_name(c->skel->obj, syscall_tps[i].prog);
+	struct tp_attach a[NSYSCALL_TPS];
+	pthread_t threads[NSYSCALL_TPS];
+	bool started[NSYSCALL_TPS] = { false };
+	int err = 0;
 
-		if (!prog)
+	for (size_t i = 0; i < NSYSCALL_TPS; i++) {
+		a[i] = (struct tp_attach){ .i = i, .err = -ENOENT,
+			.prog = bpf_object__find_program_by_name(c->skel->obj, syscall_tps[i].prog) };
+		if (!a[i].prog)
 			return -ENOENT;
-		c->tp_links[i] = bpf_program__attach_tracepoint_opts(prog, "syscalls",
-								     syscall_tps[i].tp, &opts);
-		if (!c->tp_links[i])
-			return -errno;
 	}
-	return 0;
+	for (size_t i = 0; i < NSYSCALL_TPS; i++) {
+		started[i] = !pthread_create(&threads[i], NULL, tp_attach__run, &a[i]);
+		if (!started[i])
+			tp_attach__run(&a[i]);
+	}
+	for (size_t i = 0; i < NSYSCALL_TPS; i++) {
+		if (started[i])
+			pthread_join(threads[i], NULL);
+		c->tp_links[i] = a[i].link;
+		if (a[i].err && !err)
+			err = a[i].err;
+	}
+	return err;
 }
 
 /* An mmapable array map's memory; NULL (errno set) on failure. */
@@ -276,6 +311,18 @@ struct collector *collector__open(const struct collector_opts *opts, char *err, 
 								       : LW_MAX_COMMS);
 	for (int i = 0; i < opts->ncomms && i < LW_MAX_COMMS; i++)
 		strncpy((char *)c->skel->rodata->comm_filter[i], opts->comms[i], LW_COMM_LEN - 1);
+	c->skel->rodata->filter_cgroup = opts->ncgroups > 0;
+	c->skel->rodata->ncgroups = (__u32)(opts->ncgroups < LW_MAX_CGROUPS ? opts->ncgroups
+									    : LW_MAX_CGROUPS);
+	for (int i = 0; i < opts->ncgroups && i < LW_MAX_CGROUPS; i++) {
+		c->skel->rodata->cgroup_ids[i] = opts->cgroup_ids[i];
+		c->skel->rodata->cgroup_levels[i] = opts->cgroup_levels[i];
+	}
+	c->skel->rodata->nexcludes = (__u32)(opts->nexcludes < LW_MAX_COMMS ? opts->nexcludes
+									    : LW_MAX_COMMS);
+	for (int i = 0; i < opts->nexcludes && i < LW_MAX_COMMS; i++)
+		strncpy((char *)c->skel->rodata->comm_exclude[i], opts->excludes[i],
+			LW_COMM_LEN - 1);
 	collector__no_autoattach(c);
 	if (collector__size_unwind(c, opts)) {
 		snprintf(err, errlen, "cannot size the unwind tables");

@@ -23,6 +23,11 @@ struct collector_opts {
 	int npids;
 	const char (*comms)[LW_COMM_LEN];	/* with the pids: none of both, every process */
 	int ncomms;
+	const __u64 *cgroup_ids;	/* --cgroup/--service: these and what is under them */
+	const __u32 *cgroup_levels;
+	int ncgroups;
+	const char (*excludes)[LW_COMM_LEN];	/* without pids and comms: never these */
+	int nexcludes;
 	bool verbose;
 	__u64 stall_threshold_ns;
 	__u64 slow_threshold_ns;	/* iterations sent up: <= stall_threshold_ns */

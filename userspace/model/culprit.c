@@ -27,32 +27,108 @@ static bool file__is_node_runtime(const char *file)
 	return !file[0] || !strncmp(file, "node:", 5);
 }
 
+/*
+ * V8's own C++ and builtins: dozens of internal functions (a property
+ * store, a call trampoline) that would each take a row of the functions
+ * table; their time goes to the nearest frame that is not V8's (a JS
+ * function, or node's binding that called in).
+ */
+static bool func__is_v8_internal(const char *func)
+{
+	return !strncmp(func, "v8::", 4) || !strncmp(func, "Builtins_", 9);
+}
+
 static bool frame__is_runtime(const struct frame *f)
 {
 	if (f->kind == FRAME_PYTHON)
 		return file__is_stdlib(f->file);
 	if (f->kind == FRAME_JS)
 		return file__is_node_runtime(f->file);
-	return module__is_runtime(f->module);
+	return module__is_runtime(f->module) || func__is_v8_internal(f->func);
 }
 
-/* The frame to start from: the user's own code first, libc and the stdlib last. */
+/*
+ * A third party's code: a package installed beside the interpreter, or a
+ * node module. Its frames name a culprit only when no frame of the
+ * application's own does: a requests.get in a helper is the helper's doing.
+ */
+static bool file__is_library(const char *file)
+{
+	return strstr(file, "/site-packages/") || strstr(file, "/dist-packages/") ||
+	       strstr(file, "/node_modules/");
+}
+
+/* how far a frame is from the application's own code: lower names a culprit first */
+enum frame_owner { OWNER_APP, OWNER_LIBRARY, OWNER_RUNTIME };
+
+static enum frame_owner frame__owner(const struct frame *f)
+{
+	if (frame__is_runtime(f))
+		return OWNER_RUNTIME;
+	if (frame__is_script(f) && file__is_library(f->file))
+		return OWNER_LIBRARY;
+	return OWNER_APP;
+}
+
+void culprit__function(const char *top, char *buf, size_t len)
+{
+	const char *end = strstr(top, " < ");
+	size_t n = end ? (size_t)(end - top) : strlen(top), k = 0;
+
+	if (!len)
+		return;
+	for (size_t i = 0; i < n && k + 1 < len; i++) {
+		/* ":LINE)" closing a "(file:line)": the line goes, the file stays */
+		if (top[i] == ':' && i + 1 < n && top[i + 1] >= '0' && top[i + 1] <= '9') {
+			size_t j = i + 1;
+
+			while (j < n && top[j] >= '0' && top[j] <= '9')
+				j++;
+			if (j < n && top[j] == ')') {
+				i = j - 1;
+				continue;
+			}
+		}
+		buf[k++] = top[i];
+	}
+	buf[k] = '\0';
+}
+
+static bool culprit_innermost;
+
+void culprit__innermost(bool on)
+{
+	culprit_innermost = on;
+}
+
+/*
+ * The frame to start from: the innermost of the application's own code,
+ * else of a library, else the runtime's (the stdlib, libc); with
+ * --innermost-culprits simply the innermost named frame.
+ */
 static int stack__culprit(const struct stack_report *s, bool script)
 {
-	int first = -1;
+	int best = -1;
+	enum frame_owner best_owner = OWNER_RUNTIME;
 
 	for (int i = 0; i < s->nframes; i++) {
 		const struct frame *f = &s->frames[i];
+		enum frame_owner owner;
 
 		if (script != frame__is_script(f) || f->kind == FRAME_KERNEL || !f->func[0] ||
 		    f->func[0] == '[')
 			continue;
-		if (first < 0)
-			first = i;
-		if (!frame__is_runtime(f))
+		if (culprit_innermost)
 			return i;
+		owner = frame__owner(f);
+		if (best < 0 || owner < best_owner) {
+			best = i;
+			best_owner = owner;
+		}
+		if (owner == OWNER_APP)
+			break;
 	}
-	return first;
+	return best;
 }
 
 int stack_report__culprit(const struct stack_report *s)

@@ -397,10 +397,13 @@ struct loop_thread **model__sorted(const struct model *m, bool summary, size_t *
 static size_t model__offender_index(struct model *m, const struct stall_report *r)
 {
 	struct offender *o;
+	char function[sizeof(o->function)];
 
+	/* one row per function: the same culprit called from two places, or a line apart */
+	culprit__function(r->top, function, sizeof(function));
 	for (size_t i = 0; i < m->noffenders; i++) {
 		o = &m->offenders[i];
-		if (o->pid == r->pid && !strcmp(o->top, r->top))
+		if (o->pid == r->pid && !strcmp(o->function, function))
 			return i;
 	}
 	if (m->noffenders >= MODEL_MAX_OFFENDERS)
@@ -419,6 +422,7 @@ static size_t model__offender_index(struct model *m, const struct stall_report *
 	o->pid = r->pid;
 	memcpy(o->comm, r->comm, LW_COMM_LEN);
 	snprintf(o->top, sizeof(o->top), "%s", r->top);
+	memcpy(o->function, function, sizeof(o->function));
 	return m->noffenders++;
 }
 

@@ -23,7 +23,8 @@
 struct offender {
 	__u32 pid;
 	char comm[LW_COMM_LEN];
-	char top[256];
+	char top[256];		/* as its first stall named it */
+	char function[256];	/* what it is counted by: culprit__function() of top */
 	__u64 count;
 	__u64 total_ns;
 	__u64 cause_ns[3];	/* by enum stall_cause */

@@ -124,6 +124,14 @@ void stack_report__clear(struct stack_report *s);
  * -1 when none (culprit.c).
  */
 int stack_report__culprit(const struct stack_report *s);
+/*
+ * The function a culprit line names first, without its line: "render
+ * (app.py:28) < handle (app.py:46)" is "render (app.py)", the identity stalls
+ * are counted by in the offenders table.
+ */
+void culprit__function(const char *top, char *buf, size_t len);
+/* --innermost-culprits: the innermost named frame, whoever's code it is */
+void culprit__innermost(bool on);
 /* The frames that best name a culprit in one stack: the user's code first (culprit.c). */
 void stack_report__top(const struct stack_report *s, char *buf, size_t len);
 /*

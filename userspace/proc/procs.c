@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -653,6 +654,99 @@ bool procs__exists(int pid)
 		return false;
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
 	return access(path, F_OK) == 0;
+}
+
+/* the wait calls loop.bpf.c times, those this architecture has */
+static bool syscall__is_wait(long nr)
+{
+	static const long waits[] = {
+#ifdef SYS_poll
+		SYS_poll,
+#endif
+#ifdef SYS_select
+		SYS_select,
+#endif
+#ifdef SYS_epoll_wait
+		SYS_epoll_wait,
+#endif
+		SYS_epoll_pwait, SYS_ppoll, SYS_pselect6,
+#ifdef SYS_epoll_pwait2
+		SYS_epoll_pwait2,
+#endif
+	};
+
+	for (size_t i = 0; i < sizeof(waits) / sizeof(waits[0]); i++) {
+		if (nr == waits[i])
+			return true;
+	}
+	return false;
+}
+
+/* Is a thread of pid inside a wait call? Its syscall file's first number says. */
+static bool proc__waiting(int pid)
+{
+	char path[64], line[64];
+	struct dirent *de;
+	bool found = false;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	d = opendir(path);
+	if (!d)
+		return false;
+	while (!found && (de = readdir(d))) {
+		int fd;
+		ssize_t n;
+
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/syscall", pid, de->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		n = read(fd, line, sizeof(line) - 1);
+		close(fd);
+		if (n > 0) {
+			line[n] = '\0';
+			found = syscall__is_wait(strtol(line, NULL, 10));
+		}
+	}
+	closedir(d);
+	return found;
+}
+
+size_t procs__waiting(int *pids, size_t max, bool (*wanted)(const char *comm, void *arg),
+		      void *arg)
+{
+	struct dirent *de;
+	size_t n = 0;
+	DIR *d = opendir("/proc");
+
+	if (!d)
+		return 0;
+	while (n < max && (de = readdir(d))) {
+		char path[48], comm[32] = "";
+		int pid, fd;
+		ssize_t len;
+
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		pid = atoi(de->d_name);
+		snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		len = read(fd, comm, sizeof(comm) - 1);
+		close(fd);
+		if (len <= 0)
+			continue;
+		comm[len] = '\0';
+		comm[strcspn(comm, "\n")] = '\0';
+		if (wanted(comm, arg) && proc__waiting(pid))
+			pids[n++] = pid;
+	}
+	closedir(d);
+	return n;
 }
 
 int procs__tgid(int tid)

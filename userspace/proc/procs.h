@@ -109,6 +109,14 @@ bool proc__cpu_cgroup(struct proc *p, char *buf, size_t len, bool *v1);
 
 /* Is there a process with this pid now? */
 bool procs__exists(int pid);
+/*
+ * Processes with a thread inside a wait call now (epoll_wait, poll, select
+ * and their variants, as /proc/PID/task/TID/syscall shows): the loops
+ * already waiting when loopwatch starts. At most max pids, those wanted()
+ * keeps (given the process's name); how many were written.
+ */
+size_t procs__waiting(int *pids, size_t max, bool (*wanted)(const char *comm, void *arg),
+		      void *arg);
 /* The process a thread id belongs to (itself for a process id); 0 if gone. */
 int procs__tgid(int tid);
 /* /proc/kallsyms' text (malloc'ed, NUL-terminated), at most max bytes; NULL if unreadable */

@@ -9,8 +9,10 @@
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
+#include "lib/clock.h"
 #include "lib/jsonw.h"
 #include "model/report.h"
+#include "sinks/rows.h"
 #include "sinks/sink.h"
 
 #define ALERT_PIDS 1024
@@ -58,14 +60,28 @@ struct alerter {
 	struct alert_pid pids[ALERT_PIDS];	/* open addressing by pid: bounded */
 };
 
+/* Each alert line starts with when it was raised (not when its stall began). */
+static void alert_log__stamp(struct alerter *a)
+{
+	char when[40];
+
+	time__rfc3339(when, sizeof(when), clock__wall());
+	fputs(when, a->log);
+	fputc(' ', a->log);
+}
+
 static void alert_pid__flush(struct alerter *a, const struct alert_pid *p)
 {
-	if (p->suppressed && a->opts.log_lines)
+	if (p->suppressed && a->opts.log_lines) {
+		alert_log__stamp(a);
 		fprintf(a->log, "loopwatch: ALERT %s[%u]: %llu more stalls held back by "
 			"--alert-every\n", p->comm, p->pid, (unsigned long long)p->suppressed);
-	if (p->lag_suppressed && a->opts.log_lines)
+	}
+	if (p->lag_suppressed && a->opts.log_lines) {
+		alert_log__stamp(a);
 		fprintf(a->log, "loopwatch: ALERT %s[%u]: %llu more lag alerts held back by "
 			"--alert-every\n", p->comm, p->pid, (unsigned long long)p->lag_suppressed);
+	}
 }
 
 /*
@@ -307,6 +323,7 @@ static void alert__fire(struct alerter *a, const struct stall_report *r, bool st
 		p->stuck_start_ts = r->ts;
 	}
 	if (a->opts.log_lines) {
+		alert_log__stamp(a);
 		fprintf(a->log, "loopwatch: ALERT %s[%u] thread %s[%u] %s %.1f ms (%s): %s",
 			r->comm, r->pid, r->thread, r->tid, stuck ? "stuck for" : "stalled",
 			(double)r->duration_ns / 1e6, stall_cause__name(r->cause), r->top);
@@ -350,6 +367,7 @@ static void alert__lag(struct alerter *a, const struct loop_thread *t, const str
 	p->lag_suppressed = 0;
 	p->lag_last_ts = ts;
 	if (a->opts.log_lines) {
+		alert_log__stamp(a);
 		fprintf(a->log, "loopwatch: ALERT %s[%u] thread %s[%u] lag p99 %.1f ms over the last "
 			"%.1f s (what an arriving event waits; %.1f %% of the time in iterations "
 			"over %.0f ms; per iteration p99 %.2f ms)", t->comm, t->pid, t->thread, t->tid,

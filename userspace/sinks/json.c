@@ -388,6 +388,17 @@ static void json__close(struct sink *s)
 	free(s->priv);
 }
 
+/* A pipe's reader gone (`| head`) ends the run within a poll, not at the next write. */
+static int json__pollfds(struct sink *s, struct pollfd *fds, int max)
+{
+	return max > 0 ? stream__pollfd(s->priv, fds) : 0;
+}
+
+static bool json__ready(struct sink *s, const struct pollfd *fd)
+{
+	return stream__ready(s->priv, fd);
+}
+
 const struct sink_ops json_sink = {
 	.name = "JSON output",
 	.wanted = json__wanted,
@@ -399,4 +410,6 @@ const struct sink_ops json_sink = {
 	.stuck = json__stuck,
 	.summary = json__summary,
 	.close = json__close,
+	.pollfds = json__pollfds,
+	.ready = json__ready,
 };

@@ -12,6 +12,19 @@ void time__format(char *buf, size_t len, double ts)
 	strftime(buf, len, "%H:%M:%S", &tm);
 }
 
+/* Logs are read beside other hosts' logs: UTC, milliseconds, RFC 3339. */
+void time__rfc3339(char *buf, size_t len, double ts)
+{
+	time_t secs = (time_t)ts;
+	int ms = (int)((ts - (double)secs) * 1000.0);
+	char day[32];
+	struct tm tm;
+
+	gmtime_r(&secs, &tm);
+	strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf, len, "%s.%03dZ", day, ms < 0 ? 0 : ms > 999 ? 999 : ms);
+}
+
 /*
  * Arrival-weighted lag first (LAG*: what an event arriving at a random moment
  * waits; STALL%: share of the time in iterations over --threshold), then the
@@ -121,4 +134,26 @@ void func_row__format(char *buf, size_t len, const struct func_stat *f,
 		 ms(t->self_ns[CAUSE_CPU]), ms(t->self_ns[CAUSE_BLOCKED]),
 		 ms(t->self_ns[CAUSE_RUNQ]), ms(func_times__incl(t)),
 		 (unsigned long long)f->stalls, name);
+}
+
+const char *func_row__compact_header(void)
+{
+	return "    PID COMM         %BUSY   SELFms CAUSE   STALLS FUNCTION";
+}
+
+void func_row__compact(char *buf, size_t len, const struct func_stat *f,
+		       const struct func_times *t, __u64 busy_ns)
+{
+	__u64 self = func_times__self(t);
+	char name[FUNC_NAME_LEN + FUNC_WHERE_LEN + 16];
+	int top = CAUSE_CPU;
+
+	for (int c = CAUSE_CPU; c <= CAUSE_RUNQ; c++) {
+		if (t->self_ns[c] > t->self_ns[top])
+			top = c;
+	}
+	func_stat__name(f, name, sizeof(name));
+	snprintf(buf, len, "%7u %-12.12s %5.1f %8.1f %-7s %6llu %s", f->pid, f->comm,
+		 busy_ns ? 100.0 * (double)self / (double)busy_ns : 0.0, ms(self),
+		 stall_cause__name((enum stall_cause)top), (unsigned long long)f->stalls, name);
 }

@@ -13,6 +13,7 @@ static inline double ms(__u64 ns)
 
 /* HH:MM:SS of a unix time, local */
 void time__format(char *buf, size_t len, double ts);
+void time__rfc3339(char *buf, size_t len, double ts);
 
 /* One loop thread: its numbers over seconds, and the header. */
 const char *loop_row__header(void);
@@ -30,6 +31,10 @@ void probe_row__format(char *buf, size_t len, const struct probe_agg *a);
 const char *func_row__header(void);
 void func_row__format(char *buf, size_t len, const struct func_stat *f,
 		      const struct func_times *t, __u64 busy_ns);
+/* The same on 80 columns: self time and its main cause, so the function keeps its room. */
+const char *func_row__compact_header(void);
+void func_row__compact(char *buf, size_t len, const struct func_stat *f,
+		       const struct func_times *t, __u64 busy_ns);
 const char *syscall_row__header(void);
 void syscall_row__format(char *buf, size_t len, const struct syscall_agg *a);
 

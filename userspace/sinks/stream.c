@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "sinks/stream.h"
 
 struct stream *stream__new(FILE *f, const char *name, char *err, size_t errlen)
@@ -30,4 +31,28 @@ int stream__flush(struct stream *s)
 			s->name, strerror(-err));
 	}
 	return s->err;
+}
+
+int stream__pollfd(const struct stream *s, struct pollfd *fd)
+{
+	struct stat st;
+	int n = fileno(s->f);
+
+	if (s->err || n < 0 || fstat(n, &st) || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)))
+		return 0;
+	/* no events asked: POLLERR and POLLHUP come anyway */
+	*fd = (struct pollfd){ .fd = n, .events = 0 };
+	return 1;
+}
+
+bool stream__ready(struct stream *s, const struct pollfd *fd)
+{
+	if (!(fd->revents & (POLLERR | POLLHUP | POLLNVAL)))
+		return true;
+	if (!s->err) {
+		s->err = -EPIPE;
+		fprintf(stderr, "loopwatch: cannot write %s: %s; stopping\n", s->name,
+			strerror(EPIPE));
+	}
+	return false;
 }

@@ -214,6 +214,17 @@ static void text__close(struct sink *s)
 	free(s->priv);
 }
 
+/* A pipe's reader gone (`| head`) ends the run within a poll, not at the next write. */
+static int text__pollfds(struct sink *s, struct pollfd *fds, int max)
+{
+	return max > 0 ? stream__pollfd(s->priv, fds) : 0;
+}
+
+static bool text__ready(struct sink *s, const struct pollfd *fd)
+{
+	return stream__ready(s->priv, fd);
+}
+
 const struct sink_ops text_sink = {
 	.name = "text",
 	.wanted = text__wanted,
@@ -225,4 +236,6 @@ const struct sink_ops text_sink = {
 	.stuck = text__stuck,
 	.summary = text__summary,
 	.close = text__close,
+	.pollfds = text__pollfds,
+	.ready = text__ready,
 };

@@ -53,6 +53,8 @@ struct py_layout {
 	__u32 co_firstlineno, co_filename, co_name, co_qualname, co_lines, co_code_adaptive;
 	/* sizeof(PyASCIIObject), sizeof(PyCompactUnicodeObject): where text starts */
 	__u32 str_ascii, str_compact;
+	/* 3.14+ with asyncio loaded: _PyThreadStateImpl.asyncio_running_task, TaskObj.task_name */
+	__u32 tstate_task, task_name;
 	enum pyline_format lines;
 	enum py_pos pos;
 };
@@ -129,6 +131,7 @@ static const struct py_layout layouts[] = {
 #define PY_STR_LENGTH	0x10	/* PyASCIIObject.length */
 #define PY_STR_STATE	0x20	/* PyASCIIObject.state: kind 0x1c compact 0x20 ascii 0x40 */
 #define PY_CODE_READ	0x90	/* bytes of a code object that hold every field above */
+#define PY_STR_HDR_MAX	0x48	/* sizeof(PyASCIIObject) at most */
 
 /*
  * glibc 2.36 (Debian 12) struct pthread, from libc6-dbg `ptype /o`, checked
@@ -137,9 +140,6 @@ static const struct py_layout layouts[] = {
  */
 #define GLIBC_SPECIFIC_1STBLOCK 0x310
 #define GLIBC_SPECIFIC 0x510
-
-/* 3.13's _Py_DebugOffsets at _PyRuntime + 0 (OFFSETS.md §5): checked against the table */
-#define DEBUG_OFFSETS_READ 0x160
 
 static const struct py_layout *layout__find(unsigned int version)
 {
@@ -180,6 +180,7 @@ static void layout__fill(const struct py_layout *l, struct lw_py_proc *p)
 	p->frame_is_entry = l->frame_is_entry;
 	p->is_entry_mask = l->frame_is_entry ? 1 : 0;
 	p->every_entry = l->every_entry;
+	p->tstate_task = l->tstate_task;
 	/* read only as far as the last field used: a frame may end its mapping */
 	ts = end__max(ts, l->tstate_next, 8);
 	ts = end__max(ts, l->tstate_thread_id, 8);
@@ -343,65 +344,240 @@ static unsigned int version__detect(const struct py_elf *pe, const char *base, c
 }
 
 /*
- * 3.13 publishes its own offsets at the start of _PyRuntime: a build whose
- * numbers differ from the table (free-threaded, patched) is not walked.
+ * CPython 3.13+ starts _PyRuntime with _Py_DebugOffsets
+ * (Include/internal/pycore_debug_offsets.h): a cookie, its version, and
+ * the offsets an out-of-process reader needs, as that very build compiled
+ * them. Where each offset sits inside _Py_DebugOffsets differs per minor
+ * version (groups grow): these are its positions, from the header of each
+ * minor and the .PyRuntime bytes of pyenv 3.13.0, Debian's 3.13.5, 3.14.8
+ * and 3.15.0. The values are the target's own, so any patch level or
+ * distro build of a known minor is walked from what it says.
  */
-static bool debug_offsets__agree(struct proc *p, uint64_t runtime, const struct py_layout *l)
+#define DEBUG_COOKIE "xdebugpy"
+#define DEBUG_RUNTIME_SIZE 0x18		/* runtime_state.size, every version */
+#define DEBUG_INTERPRETERS_HEAD 0x28	/* runtime_state.interpreters_head */
+#define DEBUG_INTERP_SIZE 0x30		/* interpreter_state.size */
+#define DEBUG_THREADS_HEAD 0x48		/* interpreter_state.threads_head */
+
+struct py_debug_pos {
+	unsigned int minor;
+	__u32 read;		/* bytes of _Py_DebugOffsets holding all below */
+	/* {size, next, current_frame, thread_id, native_thread_id} of thread_state */
+	__u32 ts[5];
+	/* {size, previous, executable, instr_ptr, owner} of interpreter_frame */
+	__u32 fr[5];
+	/* {size, filename, name, qualname, linetable, firstlineno, co_code_adaptive} */
+	__u32 co[7];
+	/* {size, asciiobject_size} of unicode_object */
+	__u32 str[2];
+};
+
+static const struct py_debug_pos debug_positions[] = {
+	{ .minor = 13, .read = 0x238,
+	  .ts = { 0x98, 0xa8, 0xb8, 0xc0, 0xc8 },
+	  .fr = { 0xe0, 0xe8, 0xf0, 0xf8, 0x108 },
+	  .co = { 0x110, 0x118, 0x120, 0x128, 0x130, 0x138, 0x158 },
+	  .str = { 0x218, 0x230 } },
+	/* 3.14: threads_main, the generation counters, stackpointer, tlbc, set_object */
+	{ .minor = 14, .read = 0x288,
+	  .ts = { 0xb0, 0xc0, 0xd0, 0xd8, 0xe0 },
+	  .fr = { 0xf8, 0x100, 0x108, 0x110, 0x120 },
+	  .co = { 0x138, 0x140, 0x148, 0x150, 0x158, 0x160, 0x180 },
+	  .str = { 0x268, 0x280 } },
+	/* 3.15: thread_state grows (base_frame, last_profiled_frame, exceptions, GIL) */
+	{ .minor = 15, .read = 0x2e8,
+	  .ts = { 0xb0, 0xc0, 0xd0, 0xf0, 0xf8 },
+	  .fr = { 0x138, 0x140, 0x148, 0x150, 0x160 },
+	  .co = { 0x178, 0x180, 0x188, 0x190, 0x198, 0x1a0, 0x1c0 },
+	  .str = { 0x2c8, 0x2e0 } },
+};
+
+#define DEBUG_READ_MAX 0x300
+
+static const struct py_debug_pos *debug_pos__find(unsigned int minor)
 {
-	uint8_t d[DEBUG_OFFSETS_READ];
-	static const struct {
-		size_t at;	/* in _Py_DebugOffsets (tools/pywalk/OFFSETS.md §5) */
-		size_t off;	/* in struct py_layout */
-	} checks[] = {
-		{ 0x48, offsetof(struct py_layout, interp_threads) },
-		{ 0xa8, offsetof(struct py_layout, tstate_next) },
-		{ 0xb8, offsetof(struct py_layout, tstate_frame) },
-		{ 0xc0, offsetof(struct py_layout, tstate_thread_id) },
-		{ 0xc8, offsetof(struct py_layout, tstate_native_tid) },
-		{ 0xe8, offsetof(struct py_layout, frame_back) },
-		{ 0xf0, offsetof(struct py_layout, frame_code) },
-		{ 0xf8, offsetof(struct py_layout, frame_pos) },
-		{ 0x108, offsetof(struct py_layout, frame_owner) },
-		{ 0x118, offsetof(struct py_layout, co_filename) },
-		{ 0x120, offsetof(struct py_layout, co_name) },
-		{ 0x128, offsetof(struct py_layout, co_qualname) },
-		{ 0x130, offsetof(struct py_layout, co_lines) },
-		{ 0x138, offsetof(struct py_layout, co_firstlineno) },
-		{ 0x158, offsetof(struct py_layout, co_code_adaptive) },
-	};
-
-	if (!proc__read(p, runtime, d, sizeof(d)) || memcmp(d, "xdebugpy", 8) ||
-	    word__at(d, 0x08) >> 16 != (3u << 8 | l->minor) || word__at(d, 0x10) != 0)
-		return false;
-	for (size_t i = 0; i < sizeof(checks) / sizeof(checks[0]); i++) {
-		__u32 want;
-
-		memcpy(&want, (const char *)l + checks[i].off, sizeof(want));
-		if (word__at(d, checks[i].at) != want)
-			return false;
+	for (size_t i = 0; i < sizeof(debug_positions) / sizeof(debug_positions[0]); i++) {
+		if (debug_positions[i].minor == minor)
+			return &debug_positions[i];
 	}
+	return NULL;
+}
+
+/* An offset of the target's: inside its struct, and inside what is read of it. */
+static bool debug__offset(const uint8_t *d, __u32 at, uint64_t size, uint64_t limit,
+			  __u32 width, __u32 *out)
+{
+	uint64_t v = word__at(d, at);
+
+	if (size > limit)
+		size = limit;
+	if (v > size || width > size - v)
+		return false;
+	*out = (__u32)v;
 	return true;
 }
 
-int python__detect(struct proc *p, struct lw_py_proc *out, char *version, size_t len)
+/*
+ * The layout of a 3.13+ process from its own _Py_DebugOffsets. False with
+ * why set when they cannot be used: no cookie (not initialised, or not
+ * CPython's), another version than the file says, a free-threaded build
+ * (another object layout), or an offset the walker cannot reach.
+ */
+static bool debug_offsets__read(struct proc *p, uint64_t runtime, unsigned int version,
+				struct py_layout *l, char *why, size_t why_len)
+{
+	const struct py_debug_pos *dp = debug_pos__find(version & 0xff);
+	const struct py_layout *table = layout__find(version);
+	uint8_t d[DEBUG_READ_MAX];
+	uint64_t ts_size, fr_size, co_size, rt_size, head;
+	__u32 *tsf[] = { NULL, &l->tstate_next, &l->tstate_frame, &l->tstate_thread_id,
+			 &l->tstate_native_tid };
+	__u32 *frf[] = { NULL, &l->frame_back, &l->frame_code, &l->frame_pos, &l->frame_owner };
+	__u32 *cof[] = { NULL, &l->co_filename, &l->co_name, &l->co_qualname, &l->co_lines,
+			 &l->co_firstlineno, &l->co_code_adaptive };
+	bool ok = true;
+
+	if (!dp) {
+		snprintf(why, why_len, "debug offsets of %u.%u not known", version >> 8,
+			 version & 0xff);
+		return false;
+	}
+	if (!proc__read(p, runtime, d, dp->read)) {
+		snprintf(why, why_len, "debug offsets unreadable");
+		return false;
+	}
+	if (memcmp(d, DEBUG_COOKIE, 8) || word__at(d, 0x08) >> 16 != version) {
+		snprintf(why, why_len, "no debug offsets of %u.%u", version >> 8, version & 0xff);
+		return false;
+	}
+	if (word__at(d, 0x10)) {
+		snprintf(why, why_len, "free-threaded");
+		return false;
+	}
+	memset(l, 0, sizeof(*l));
+	l->minor = version & 0xff;
+	l->flags = LW_PY_F_NATIVE_TID;
+	l->shims = true;
+	l->lines = PYLINE_LOCATIONS;
+	l->pos = POS_INSTR_PTR;
+	/* not published: the walker checks the key's tstate, else walks the thread list */
+	l->tss_key = table ? table->tss_key : 0;
+	rt_size = word__at(d, DEBUG_RUNTIME_SIZE);
+	head = word__at(d, DEBUG_INTERPRETERS_HEAD);
+	/* struct pyinterpreters {mutex, head, main, next_id}: main follows head */
+	ok = head + 16 <= rt_size;
+	l->interp_main = (__u32)head + 8;
+	ok = ok && debug__offset(d, DEBUG_THREADS_HEAD, word__at(d, DEBUG_INTERP_SIZE),
+				 UINT32_MAX, 8, &l->interp_threads);
+	ts_size = word__at(d, dp->ts[0]);
+	fr_size = word__at(d, dp->fr[0]);
+	co_size = word__at(d, dp->co[0]);
+	for (int i = 1; ok && i < 5; i++)
+		ok = debug__offset(d, dp->ts[i], ts_size, LW_PY_WINDOW, 8, tsf[i]);
+	for (int i = 1; ok && i < 5; i++)
+		ok = debug__offset(d, dp->fr[i], fr_size, LW_PY_WINDOW, i == 4 ? 1 : 8, frf[i]);
+	for (int i = 1; ok && i < 6; i++)
+		ok = debug__offset(d, dp->co[i], co_size, PY_CODE_READ, i == 5 ? 4 : 8, cof[i]);
+	ok = ok && debug__offset(d, dp->co[6], co_size, co_size, 0, &l->co_code_adaptive);
+	/* PyCompactUnicodeObject: PyASCIIObject, then utf8_length and utf8 */
+	ok = ok && debug__offset(d, dp->str[1], word__at(d, dp->str[0]), PY_STR_HDR_MAX, 0,
+				 &l->str_ascii) &&
+	     word__at(d, dp->str[0] + 8) == PY_STR_STATE &&
+	     word__at(d, dp->str[0] + 16) == PY_STR_LENGTH;
+	l->str_compact = l->str_ascii + 16;
+	if (!ok)
+		snprintf(why, why_len, "debug offsets out of range");
+	return ok;
+}
+
+/*
+ * 3.14+ publish the asyncio module's offsets too, in the section
+ * .AsyncioDebug of the file that holds _asyncio (built in, or
+ * lib-dynload/_asyncio.*.so once imported): _Py_AsyncioModuleDebugOffsets,
+ * {task_object{size, task_name, awaited_by, is_task, awaited_by_is_set,
+ * coro, node}, interpreter_state{size, tasks_head}, thread_state{size,
+ * running_loop, running_task, tasks_head}}. Static data: read from the file.
+ */
+#define ASYNCIO_SECTION ".AsyncioDebug"
+#define ASYNCIO_WORDS 13
+#define ASYNCIO_TASK_SIZE 0
+#define ASYNCIO_TASK_NAME 1
+#define ASYNCIO_TSTATE_SIZE 9
+#define ASYNCIO_RUNNING_TASK 11
+#define ASYNCIO_MAX_OFFSET 0x10000
+
+static bool asyncio__read_file(struct proc *p, const struct proc_mapping *m, struct py_layout *l)
+{
+	uint64_t w[ASYNCIO_WORDS];
+	struct elf_section sec;
+	struct elf_handle h;
+	struct stat st;
+	bool ok = false;
+	int fd = proc__open_mapping(p, m, &st);
+
+	if (fd < 0)
+		return false;
+	if (!elf__open_fd(&h, fd)) {
+		if (!elf__section(&h, ASYNCIO_SECTION, &sec) && sec.data &&
+		    sec.data->d_size >= sizeof(w)) {
+			memcpy(w, sec.data->d_buf, sizeof(w));
+			ok = w[ASYNCIO_TASK_NAME] + 8 <= w[ASYNCIO_TASK_SIZE] &&
+			     w[ASYNCIO_TASK_SIZE] < ASYNCIO_MAX_OFFSET &&
+			     w[ASYNCIO_RUNNING_TASK] + 8 <= w[ASYNCIO_TSTATE_SIZE] &&
+			     w[ASYNCIO_TSTATE_SIZE] < ASYNCIO_MAX_OFFSET;
+		}
+		elf__close(&h);
+	}
+	close(fd);
+	if (ok) {
+		l->task_name = (__u32)w[ASYNCIO_TASK_NAME];
+		l->tstate_task = (__u32)w[ASYNCIO_RUNNING_TASK];
+	}
+	return ok;
+}
+
+/* The running Task's offsets when the process has asyncio's (mod: the interpreter's file). */
+static void asyncio__find(struct proc *p, const struct proc_mapping *mod, struct py_layout *l)
+{
+	const struct proc_maps *maps;
+
+	if (asyncio__read_file(p, mod, l))
+		return;
+	/* imported since the maps were read, maybe: they are read again (once a process) */
+	maps = proc__maps(p, true);
+	for (size_t i = 0; maps && i < maps->n; i++) {
+		const struct proc_mapping *m = &maps->v[i];
+
+		if (m->type == PROC_MAP_FILE && m->offset == 0 &&
+		    !strncmp(proc_mapping__basename(m), "_asyncio.", 9)) {
+			asyncio__read_file(p, m, l);
+			return;
+		}
+	}
+}
+
+/*
+ * What python__detect and python__symbolize both need of a process: the
+ * layout (from the table for 3.8-3.12, from the target's own debug
+ * offsets for 3.13+), where _PyRuntime is, and when there is no layout,
+ * why. Returns 0, PYTHON_UNSUPPORTED or -1 as python__detect.
+ */
+static int python__inspect(struct proc *p, struct py_layout *l, uint64_t *runtime,
+			   enum py_libc *libc, unsigned int *vers, char *version, size_t len,
+			   char *why, size_t why_len)
 {
 	const struct proc_mapping *mod;
-	const struct py_layout *l;
-	enum py_libc libc;
+	const struct py_layout *t;
 	struct py_elf pe;
 	struct stat st;
 	unsigned int v;
-	char vbuf[32];
 	int fd;
 	bool ok;
 
-	if (!version || !len) {
-		version = vbuf;
-		len = sizeof(vbuf);
-	}
 	version[0] = '\0';
-	memset(out, 0, sizeof(*out));
-	mod = p ? maps__find_python(p, &libc) : NULL;
+	why[0] = '\0';
+	*vers = 0;
+	mod = p ? maps__find_python(p, libc) : NULL;
 	if (!mod)
 		return -1;
 	fd = proc__open_mapping(p, mod, &st);
@@ -412,26 +588,70 @@ int python__detect(struct proc *p, struct lw_py_proc *out, char *version, size_t
 	if (!ok)
 		return -1;
 	v = version__detect(&pe, proc_mapping__basename(mod), version, len);
-	out->version = v;
-	out->flags = LW_PY_F_UNSUPPORTED;
-	l = layout__find(v);
-	if (!l || !pe.found[SYM_RUNTIME] || !pe.bias_ok)
+	*vers = v;
+	if (!pe.found[SYM_RUNTIME] || !pe.bias_ok || v >> 8 != 3 || (v & 0xff) < 8)
 		return PYTHON_UNSUPPORTED;
 	if (pe.found[SYM_DEBUG]) {
-		snprintf(version + strlen(version), len - strlen(version), "-debug");
+		snprintf(why, why_len, "debug build");
 		return PYTHON_UNSUPPORTED;
 	}
-	out->runtime = pe.value[SYM_RUNTIME] + pe.bias;
-	if (l->minor == 13 && !debug_offsets__agree(p, out->runtime, l)) {
-		snprintf(version + strlen(version), len - strlen(version), "-other-layout");
-		return PYTHON_UNSUPPORTED;
+	*runtime = pe.value[SYM_RUNTIME] + pe.bias;
+	if ((v & 0xff) >= 13) {
+		if (!debug_offsets__read(p, *runtime, v, l, why, why_len))
+			return PYTHON_UNSUPPORTED;
+		if ((v & 0xff) >= 14)
+			asyncio__find(p, mod, l);
+		return 0;
 	}
-	layout__fill(l, out);
+	t = layout__find(v);
+	if (!t)
+		return PYTHON_UNSUPPORTED;
+	*l = *t;
+	return 0;
+}
+
+int python__detect(struct proc *p, struct lw_py_proc *out, char *version, size_t len)
+{
+	struct py_layout l;
+	enum py_libc libc = LIBC_UNKNOWN;
+	uint64_t runtime = 0;
+	unsigned int v;
+	char vbuf[32], why[64];
+	int r;
+
+	if (!version || !len) {
+		version = vbuf;
+		len = sizeof(vbuf);
+	}
+	memset(out, 0, sizeof(*out));
+	r = python__inspect(p, &l, &runtime, &libc, &v, version, len, why, sizeof(why));
+	if (r < 0)
+		return r;
+	if (r == PYTHON_UNSUPPORTED) {
+		out->version = v;
+		out->flags = LW_PY_F_UNSUPPORTED;
+		if (why[0])
+			snprintf(version + strlen(version), len - strlen(version), " (%s)", why);
+		return r;
+	}
+	layout__fill(&l, out);
+	out->runtime = runtime;
 	if (libc != LIBC_MUSL) {
 		/* glibc or unknown: the walker verifies what it reads there */
 		out->tls_inline = GLIBC_SPECIFIC_1STBLOCK;
 		out->tls_blocks = GLIBC_SPECIFIC;
 	}
+	return 0;
+}
+
+int python__table(unsigned int version, struct lw_py_proc *out)
+{
+	const struct py_layout *l = layout__find(version);
+
+	memset(out, 0, sizeof(*out));
+	if (!l)
+		return -1;
+	layout__fill(l, out);
 	return 0;
 }
 
@@ -456,7 +676,21 @@ struct code_info {
 	char file[sizeof(((struct frame *)0)->file)];
 };
 
+/*
+ * 3.13+ layouts are the process's own: kept per pid (direct-mapped: a
+ * collision costs one more read of the ELF file and the debug offsets).
+ */
+#define LAYOUT_SLOTS 256
+
+struct proc_layout {
+	int pid;		/* 0: empty */
+	int status;		/* of python__inspect */
+	struct py_layout l;
+	char why[48];
+};
+
 struct python_syms {
+	struct proc_layout layouts[LAYOUT_SLOTS];
 	struct code_info *buckets[CODE_BUCKETS];
 	struct code_info *newest, *oldest;
 	size_t n;
@@ -530,6 +764,8 @@ void python__forget_pid(struct python_syms *ps, int pid)
 
 	if (!ps)
 		return;
+	if (ps->layouts[(unsigned int)pid % LAYOUT_SLOTS].pid == pid)
+		ps->layouts[(unsigned int)pid % LAYOUT_SLOTS].pid = 0;
 	for (c = ps->newest; c; c = older) {
 		older = c->older;
 		if (c->pid == pid)
@@ -628,7 +864,7 @@ static void utf8__fit(const char *text, size_t n, char *out, size_t len, bool ta
 static bool py_str__read(struct proc *p, const struct py_layout *l, uint64_t obj, char *out,
 			 size_t len, bool tail)
 {
-	uint8_t hdr[0x48], *raw;
+	uint8_t hdr[PY_STR_HDR_MAX], *raw;
 	char *text;
 	uint64_t length, skip = 0;
 	uint32_t state, kind;
@@ -746,18 +982,91 @@ static int64_t code__position(const struct py_layout *l, uint64_t addr, uint64_t
 	return -1;
 }
 
+#define PY_LONG_TAG	0x10	/* PyLongObject.long_value.lv_tag (3.12+) */
+#define PY_LONG_DIGITS	0x18	/* long_value.ob_digit: 30-bit digits */
+
+/*
+ * A Task's name as asyncio shows it: its str, or "Task-N" for the number
+ * an unnamed Task keeps until its name is asked for (3.14+).
+ */
+static bool py_task__name(struct proc *p, const struct py_layout *l, uint64_t task, char *out,
+			  size_t len)
+{
+	uint64_t name, type, tp_name, tag;
+	uint32_t digits[2] = { 0 };
+	char tbuf[8];
+
+	if (!proc__read(p, task + l->task_name, &name, sizeof(name)) ||
+	    !proc__read(p, name + PY_OB_TYPE, &type, sizeof(type)) ||
+	    !proc__read(p, type + PY_TP_NAME, &tp_name, sizeof(tp_name)) ||
+	    !proc__read(p, tp_name, tbuf, sizeof(tbuf)))
+		return false;
+	if (!memcmp(tbuf, "str", 4))
+		return py_str__read(p, l, name, out, len, false);
+	/* a compact int of at most two digits, positive: lv_tag = ndigits << 3 | sign */
+	if (memcmp(tbuf, "int", 4) || !proc__read(p, name + PY_LONG_TAG, &tag, sizeof(tag)) ||
+	    (tag & 3) != 0 || (tag >> 3) == 0 || (tag >> 3) > 2 ||
+	    !proc__read(p, name + PY_LONG_DIGITS, digits, 4 * (tag >> 3)))
+		return false;
+	snprintf(out, len, "Task-%llu",
+		 (unsigned long long)digits[0] | (unsigned long long)digits[1] << 30);
+	return true;
+}
+
+/*
+ * The layout a stack of this version is decoded with: the table's before
+ * 3.13, the process's own after (why says what is wrong when it has none).
+ */
+static const struct py_layout *layout__of(struct python_syms *ps, struct proc *p,
+					  unsigned int version, struct proc_layout *tmp)
+{
+	struct proc_layout *pl = tmp;
+	enum py_libc libc;
+	uint64_t runtime;
+	unsigned int v;
+	char vbuf[32];
+	int pid;
+
+	tmp->why[0] = '\0';
+	if (version >> 8 != 3 || (version & 0xff) < 13)
+		return layout__find(version);
+	if (!p)
+		return NULL;
+	pid = proc__pid(p);
+	if (ps)
+		pl = &ps->layouts[(unsigned int)pid % LAYOUT_SLOTS];
+	if (pl->pid != pid || pl == tmp) {
+		pl->pid = pid;
+		pl->status = python__inspect(p, &pl->l, &runtime, &libc, &v, vbuf, sizeof(vbuf),
+					     pl->why, sizeof(pl->why));
+		if (pl->status >= 0 && v != version) {
+			pl->status = PYTHON_UNSUPPORTED;
+			snprintf(pl->why, sizeof(pl->why), "now %u.%u", v >> 8, v & 0xff);
+		}
+	}
+	if (pl != tmp)
+		snprintf(tmp->why, sizeof(tmp->why), "%s", pl->why);
+	return pl->status == 0 ? &pl->l : NULL;
+}
+
 int python__symbolize(struct python_syms *ps, struct proc *p, const struct lw_py_stack *st,
 		      struct frame *out, int max)
 {
-	const struct py_layout *l = layout__find(st->version);
+	struct proc_layout tmp;
+	const struct py_layout *l;
 	int n = 0;
-	char buf[64];
+	char buf[96];
 
 	if (max <= 0)
 		return 0;
+	l = layout__of(ps, p, st->version, &tmp);
 	if ((st->flags & LW_PY_STACK_UNSUPPORTED) || !l) {
-		snprintf(buf, sizeof(buf), "[python: unsupported %u.%u]", (st->version >> 8) & 0xff,
-			 st->version & 0xff);
+		if (tmp.why[0])
+			snprintf(buf, sizeof(buf), "[python: unsupported %u.%u: %s]",
+				 (st->version >> 8) & 0xff, st->version & 0xff, tmp.why);
+		else
+			snprintf(buf, sizeof(buf), "[python: unsupported %u.%u]",
+				 (st->version >> 8) & 0xff, st->version & 0xff);
 		frame__marker(&out[0], FRAME_PYTHON, buf);
 		return 1;
 	}
@@ -765,13 +1074,16 @@ int python__symbolize(struct python_syms *ps, struct proc *p, const struct lw_py
 		const struct lw_py_frame *pf = &st->frames[i];
 		struct code_info *c, *uncached = NULL;
 		struct frame *f;
+		uint64_t code;
 
 		if (st->shims & (1ull << i))
 			continue;	/* an eval call's shim: its bit is on the frame before */
 		f = &out[n++];
-		c = ps && p ? code__lookup(ps, proc__pid(p), pf->code) : NULL;
+		/* 3.14+: f_executable is a _PyStackRef, its low bits tags */
+		code = l->minor >= 14 ? pf->code & ~7ull : pf->code;
+		c = ps && p ? code__lookup(ps, proc__pid(p), code) : NULL;
 		if (!c) {
-			c = code__load(p, l, pf->code);
+			c = code__load(p, l, code);
 			if (c && ps)
 				code__insert(ps, c);
 			else
@@ -779,16 +1091,16 @@ int python__symbolize(struct python_syms *ps, struct proc *p, const struct lw_py
 		}
 		if (!c) {
 			frame__marker(f, FRAME_PYTHON, "[python: unreadable]");
-			f->addr = pf->code;
+			f->addr = code;
 			continue;
 		}
 		memset(f, 0, sizeof(*f));
 		f->kind = FRAME_PYTHON;
-		f->addr = pf->code;
+		f->addr = code;
 		snprintf(f->func, sizeof(f->func), "%s", c->name);
 		snprintf(f->file, sizeof(f->file), "%s", c->file);
 		f->line = pyline__find(l->lines, c->lines, c->nlines, c->first,
-				       code__position(l, pf->code, pf->pos));
+				       code__position(l, code, pf->pos));
 		if (f->line < 0)
 			f->line = 0;
 		if (st->entries & (1ull << i))
@@ -797,6 +1109,16 @@ int python__symbolize(struct python_syms *ps, struct proc *p, const struct lw_py
 			free(uncached->lines);
 			free(uncached);
 		}
+	}
+	if (st->task && l->task_name && n < max) {
+		char name[64];
+
+		/* the outermost: the Task runs the whole stack above */
+		if (py_task__name(p, l, st->task, name, sizeof(name)))
+			snprintf(buf, sizeof(buf), "[asyncio task: %s]", name);
+		else
+			snprintf(buf, sizeof(buf), "[asyncio task: unreadable]");
+		frame__marker(&out[n++], FRAME_PYTHON, buf);
 	}
 	if ((st->flags & LW_PY_STACK_TRUNCATED) && n < max)
 		frame__marker(&out[n++], FRAME_PYTHON, "[python: truncated]");

@@ -4,7 +4,9 @@
  * (python__detect fills the struct lw_py_proc the BPF walker reads), what
  * the walked stacks say (python__symbolize names code objects by reading
  * the target's memory), and one stack out of the native and the Python
- * frames (python__splice). Supported: CPython 3.8-3.13 on x86_64.
+ * frames (python__splice). Supported: CPython 3.8-3.12 on x86_64 from a
+ * table of measured layouts, 3.13+ (3.13, 3.14, 3.15: any patch level or
+ * distro build) from the _Py_DebugOffsets the process publishes.
  */
 #ifndef LOOPWATCH_SYMBOLS_PYTHON_H
 #define LOOPWATCH_SYMBOLS_PYTHON_H
@@ -22,13 +24,17 @@ struct proc;
 
 /*
  * Is pid a CPython process, and which one? Returns 0 when supported, with
- * out ready for the "py_procs" map; PYTHON_UNSUPPORTED for 2.7, 3.7, 3.14,
- * a free-threaded build…, with out flagged LW_PY_F_UNSUPPORTED (put it in
- * the map too: its stacks become a marker frame); -1 when pid runs no
- * Python or is gone. version gets "3.11.2" (or "2.7" when only the file
- * name tells) whenever the result is not -1.
+ * out ready for the "py_procs" map; PYTHON_UNSUPPORTED for 2.7, 3.7, a
+ * debug or free-threaded build, a 3.13+ whose debug offsets are unusable…,
+ * with out flagged LW_PY_F_UNSUPPORTED (put it in the map too: its stacks
+ * become a marker frame that says why); -1 when pid runs no Python or is
+ * gone. version gets "3.11.2" (or "2.7" when only the file name tells,
+ * "3.14.8 (free-threaded)" with the reason) whenever the result is not -1.
  */
 int python__detect(struct proc *p, struct lw_py_proc *out, char *version, size_t len);
+
+/* The measured table's layout of version (major << 8 | minor) into out; -1: none. */
+int python__table(unsigned int version, struct lw_py_proc *out);
 
 struct python_syms;
 
@@ -44,7 +50,9 @@ void python__forget_pid(struct python_syms *ps, int pid);
  * code object. offset is PYTHON_FRAME_ENTRY on the outermost frame of each
  * C-level eval call, for python__splice. A frame that cannot be read
  * becomes "[python: unreadable]", an unsupported version one
- * "[python: unsupported 2.7]" frame. Returns the number of frames (<= max).
+ * "[python: unsupported 2.7]" frame (": why" when known). 3.14+: the asyncio
+ * Task that ran the stack follows its outermost frame, "[asyncio task: NAME]".
+ * Returns the number of frames (<= max).
  */
 #define PYTHON_FRAME_ENTRY 1
 int python__symbolize(struct python_syms *ps, struct proc *p, const struct lw_py_stack *st,

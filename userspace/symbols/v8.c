@@ -159,6 +159,43 @@ static bool mapping__same_file(const struct proc_mapping *a, const struct proc_m
 }
 
 /*
+ * The builtins where their symbols are stripped: the process's own record
+ * of them (v8meta.h: blob_code_at), which must lie in executable code of
+ * the binary. The file offset they sit at, for the remap search.
+ */
+static bool v8_target__blob_at_runtime(struct v8_target *t, struct proc *p,
+				       const struct proc_maps *maps,
+				       const struct proc_mapping *mod, const struct v8_meta *meta,
+				       uint64_t *blob_off)
+{
+	/* {pointer, size} of blob_code_at/blob_size_at: as parsed first, then the others */
+	static const int pairs[4][2] = { { 0, 0 }, { 0, 1 }, { 1, 1 }, { 1, 0 } };
+
+	for (int k = 0; k < 4; k++) {
+		uint64_t code_at = meta->blob_code_at[pairs[k][0]];
+		uint64_t size_at = meta->blob_size_at[pairs[k][1]];
+		uint64_t code = 0;
+		uint32_t size = 0;
+
+		if (!code_at || !proc__read(p, t->bias + code_at, &code, sizeof(code)) ||
+		    !proc__read(p, t->bias + size_at, &size, sizeof(size)) || !size)
+			continue;
+		for (size_t i = 0; i < maps->n; i++) {
+			const struct proc_mapping *m = &maps->v[i];
+
+			if (m->type != PROC_MAP_FILE || !mapping__same_file(m, mod) || !m->exec ||
+			    code < m->start || code + size > m->end || code + size < code)
+				continue;
+			t->blob_lo = code;
+			t->blob_hi = code + size;
+			*blob_off = m->offset + (code - m->start);
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
  * Where this process runs V8 code: the builtins as loaded with the binary
  * (from the load bias), their copy in the code range (V8 remaps them next to
  * the JIT code for short calls: an executable mapping of the binary's blob
@@ -168,7 +205,7 @@ static bool mapping__same_file(const struct proc_mapping *a, const struct proc_m
  * so the non-executable parts of the run cost nothing; a file-backed
  * executable mapping inside would, and ends the run.
  */
-static bool v8_target__layout(struct v8_target *t, const struct proc_maps *maps,
+static bool v8_target__layout(struct v8_target *t, struct proc *p, const struct proc_maps *maps,
 			      const struct proc_mapping *mod, const struct v8_meta *meta)
 {
 	uint64_t blob_off = meta->blob_file_off, best = 0;
@@ -188,6 +225,10 @@ static bool v8_target__layout(struct v8_target *t, const struct proc_maps *maps,
 	}
 	if (!have_bias)
 		return false;
+	if (!meta->blob_code && !v8_target__blob_at_runtime(t, p, maps, mod, meta, &blob_off)) {
+		t->blob_lo = t->blob_hi = 0;
+		return false;
+	}
 	for (size_t i = 0; i < maps->n; i++) {
 		const struct proc_mapping *m = &maps->v[i];
 
@@ -278,8 +319,10 @@ static struct v8_pid *v8_pid__get(struct v8_syms *vs, struct proc *p, bool refre
 	if (!vp->bin)
 		return NULL;
 	vp->target.m = &vp->bin->meta;
-	if (vp->bin->ok && !v8_target__layout(&vp->target, maps, mod, &vp->bin->meta))
-		snprintf(vp->bin->meta.why, sizeof(vp->bin->meta.why), "binary not mapped");
+	if (vp->bin->ok && !v8_target__layout(&vp->target, p, maps, mod, &vp->bin->meta))
+		snprintf(vp->bin->meta.why, sizeof(vp->bin->meta.why), "%s",
+			 vp->bin->meta.blob_code ? "binary not mapped" :
+			 "embedded builtins not found in the process");
 	return vp;
 }
 

@@ -34,6 +34,8 @@ struct load_ctx {
 	uint64_t builtins_lo, builtins_hi;
 	uint64_t version_sym[4];
 	uint64_t tls_isolate_sym, bc_sizes, bc_sizes_len;
+	/* from .dynsym: v8::Isolate::GetEmbeddedCodeRange, public API */
+	uint64_t code_range_fn;
 };
 
 static int dbg__collect(const struct elf_symbol *s, void *arg)
@@ -42,6 +44,11 @@ static int dbg__collect(const struct elf_symbol *s, void *arg)
 	int32_t v = 0;
 	struct dbg *d;
 
+	if (!strcmp(s->name, "_ZN2v87Isolate20GetEmbeddedCodeRangeEPPKvPm") &&
+	    s->type == STT_FUNC) {
+		c->code_range_fn = s->value;
+		return 0;
+	}
 	if (strncmp(s->name, "v8dbg_", 6))
 		return 0;
 	/* every constant is an int in .data, .rodata or .bss */
@@ -496,6 +503,79 @@ static int v8meta__frame(struct load_ctx *c)
 	return err || m->ft_entry == V8M_NO_FRAMETYPE ? -ENOTSUP : 0;
 }
 
+#define CODE_RANGE_READ 96	/* bytes of GetEmbeddedCodeRange looked at */
+
+/*
+ * A getter of one global: "mov disp(%rip),%eax; ret" (4 bytes) or "mov
+ * disp(%rip),%rax; ret" (8). Its address and width, or false.
+ */
+static bool code__getter(const struct elf_handle *h, uint64_t fn, uint64_t *at, int *width)
+{
+	uint8_t b[8];
+	int32_t disp;
+
+	if (elf__read(h, fn, b, sizeof(b)))
+		return false;
+	if (b[0] == 0x8b && b[1] == 0x05 && b[6] == 0xc3) {
+		memcpy(&disp, b + 2, 4);
+		*at = fn + 6 + (int64_t)disp;
+		*width = 4;
+		return true;
+	}
+	if (b[0] == 0x48 && b[1] == 0x8b && b[2] == 0x05 && b[7] == 0xc3) {
+		memcpy(&disp, b + 3, 4);
+		*at = fn + 7 + (int64_t)disp;
+		*width = 8;
+		return true;
+	}
+	return false;
+}
+
+/*
+ * Builtins without symbols: v8::Isolate::GetEmbeddedCodeRange (exported)
+ * builds EmbeddedData::FromBlob(), four calls of getters of the globals
+ * current_embedded_blob_{code,code_size,data,data_size}_. Arguments are
+ * evaluated right to left by GCC (seen in Debian's libnode.so.137: data
+ * size, data, code size, code): the last pointer and size are the code's,
+ * the other pair is kept for attach to try when those do not fit. The scan
+ * ends at the first ret byte, wherever it is: too early only fails.
+ */
+static bool code__parse_blob_globals(struct load_ctx *c)
+{
+	uint64_t at, ptrs[2] = { 0 }, sizes[2] = { 0 };
+	uint8_t b[CODE_RANGE_READ];
+	int nptr = 0, nsize = 0, width;
+
+	if (!c->code_range_fn || elf__read(c->h, c->code_range_fn, b, sizeof(b)))
+		return false;
+	for (size_t i = 0; i + 5 <= sizeof(b) && b[i] != 0xc3; i++) {
+		int32_t rel;
+
+		if (b[i] != 0xe8)
+			continue;
+		memcpy(&rel, b + i + 1, 4);
+		if (!code__getter(c->h, c->code_range_fn + i + 5 + (int64_t)rel, &at, &width))
+			continue;
+		if (width == 8) {
+			ptrs[0] = ptrs[1];
+			ptrs[1] = at;
+			nptr++;
+		} else {
+			sizes[0] = sizes[1];
+			sizes[1] = at;
+			nsize++;
+		}
+		i += 4;
+	}
+	if (nptr != 2 || nsize != 2)
+		return false;
+	c->m->blob_code_at[0] = ptrs[1];
+	c->m->blob_size_at[0] = sizes[1];
+	c->m->blob_code_at[1] = ptrs[0];
+	c->m->blob_size_at[1] = sizes[0];
+	return true;
+}
+
 /* The embedded builtins, where the walk recognises V8's own code. */
 static int v8meta__blob(struct load_ctx *c)
 {
@@ -513,8 +593,11 @@ static int v8meta__blob(struct load_ctx *c)
 	}
 	if (!m->blob_code || !m->blob_size || m->blob_size > (1u << 30) ||
 	    elf__vaddr_to_offset(c->h, m->blob_code, &m->blob_file_off)) {
-		snprintf(m->why, sizeof(m->why), "no embedded builtins");
-		return -ENOTSUP;
+		m->blob_code = m->blob_size = 0;
+		if (!code__parse_blob_globals(c)) {
+			snprintf(m->why, sizeof(m->why), "no embedded builtins");
+			return -ENOTSUP;
+		}
 	}
 	/* the first PT_LOAD maps file offset 0: the process's mapping at offset 0 is its base */
 	if (elf__loads(c->h, &segs, &nsegs) || !nsegs || segs[0].offset != 0) {
@@ -584,6 +667,8 @@ int v8meta__load(struct v8_meta *m, const struct elf_handle *h)
 	err = elf__symbols(h, SHT_DYNSYM, dbg__collect, &c);
 	if (err == -ENOMEM)
 		goto out;
+	/* a stripped libnode.so keeps some (V8's version) in .dynsym only */
+	elf__symbols(h, SHT_DYNSYM, symtab__collect, &c);
 	elf__symbols(h, SHT_SYMTAB, symtab__collect, &c);
 	m->ndbg = c.ndbg;
 	err = -ENOTSUP;

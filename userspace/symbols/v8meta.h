@@ -69,6 +69,13 @@ struct v8_meta {
 
 	/* embedded builtins as linked */
 	uint64_t blob_code, blob_size;
+	/*
+	 * Or, where their symbols are stripped (Debian's libnode.so), the
+	 * globals V8 keeps the process's blob in (current_embedded_blob_code_
+	 * and _size_, 8 and 4 bytes), read at attach; [1] the other pair, in
+	 * case the compiler evaluated them the other way round.
+	 */
+	uint64_t blob_code_at[2], blob_size_at[2];
 	uint64_t blob_file_off;		/* the blob's offset in the file */
 	uint64_t base_vaddr;		/* link address of file offset 0: bias = start - it */
 };

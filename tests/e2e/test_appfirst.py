@@ -1,0 +1,58 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""Culprits in the application's own code first: a helper calling requests (Debian's
+python3-requests, in dist-packages) and a Node route calling a module of node_modules are
+named, not the library functions under them; --innermost-culprits names those instead.
+Every expectation is a line of the app's own source, tagged "@function" there."""
+import os
+import re
+
+from lwtest import Loopwatch, Workload, of_type
+
+APPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "apps")
+
+
+def tagged(app, func):
+    with open(os.path.join(APPS, app)) as f:
+        for n, line in enumerate(f, 1):
+            if re.search(r"@%s\s*$" % func, line):
+                return n
+    raise AssertionError("no @%s in %s" % (func, app))
+
+
+def stalls_of(ctx, argv, *flags):
+    w = Workload(argv)
+    try:
+        lw = Loopwatch(ctx, "-p", w.pid, *flags).start()
+        w.go()
+        w.wait()
+        lines = lw.stop()
+    finally:
+        w.kill()
+    return of_type(lines, "stall", pid=w.pid)
+
+
+def check(ctx, argv, app, func, library, min_stalls=4):
+    want = "%s (%s:%d)" % (func, app, tagged(app, func))
+    stalls = stalls_of(ctx, argv)
+    assert len(stalls) >= min_stalls, [s["top"] for s in stalls]
+    named = [s for s in stalls if s["top"].startswith(want)]
+    # the first stall may predate the process's frames (its first wait seen)
+    assert len(named) >= len(stalls) - 1, (want, [s["top"] for s in stalls])
+    inner = stalls_of(ctx, argv, "--innermost-culprits")
+    assert inner and all(library(s["top"]) for s in inner[1:]), [s["top"] for s in inner]
+
+
+def test_python_helper_is_named_not_requests(ctx):
+    """fetch_user calls requests.get against a 60 ms backend: its stalls (blocked) name
+    fetch_user; with --innermost-culprits the stdlib or urllib3 function under it."""
+    check(ctx, ["/usr/bin/python3", os.path.join(APPS, "py_library_culprit.py")],
+          "py_library_culprit.py", "fetch_user",
+          lambda top: not top.startswith("fetch_user"))
+
+
+def test_node_route_is_named_not_the_module(ctx):
+    """routeReport calls slowlib.crunch (node_modules) for 40 ms of CPU: the stalls name
+    routeReport; with --innermost-culprits crunch (index.js)."""
+    check(ctx, ["node", os.path.join(APPS, "node_library_culprit.js")],
+          "node_library_culprit.js", "routeReport",
+          lambda top: top.startswith("crunch (index.js:"))

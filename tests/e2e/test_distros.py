@@ -1,0 +1,246 @@
+"""Runtimes as distros ship them, in a root of their own (tools/testroot.sh: Debian
+trixie and forky, debootstrapped once and cached under build/): CPython 3.13, 3.14
+and 3.15 walked from the offsets each process publishes (_Py_DebugOffsets), not from a
+table of known builds; every file of theirs (executables, libraries, perf maps) read
+through the process's own root, in a chroot and in a mount namespace of its own with
+a private /tmp. Ground truth: the lines of the apps tagged "# @function" or
+"// @function"; no line number is written here."""
+import os
+import re
+import shlex
+import time
+import urllib.request
+
+from lwtest import APPS_DIR, RootMounts, of_type, serve_traced, distro_root
+from test_node import function_ranges
+from test_node import tagged_lines as node_tagged_lines
+from test_python import PYENV, assert_chain, describe, find_frame, tagged_lines
+
+APP = "py_asyncio_stalls.py"
+
+
+def task_of(frames):
+    """The asyncio Task a stack names ("[asyncio task: NAME]"), or None."""
+    marks = [f["func"] for f in frames if f["func"].startswith("[asyncio task")]
+    return marks[0] if marks else None
+
+
+def check_asyncio_stalls(ctx, argv, tasks=False):
+    """py_asyncio_stalls.py under argv: its stalls' CPU stacks hold busy_helper <
+    inject < injector, its blocking futex calls block_helper < inject < injector,
+    each at the tagged line of the script. tasks (3.14+): each also names the Task
+    that ran it, "stall-injector", and main_spin's the unnamed main Task, "Task-1";
+    without, none names a Task."""
+    tags = tagged_lines(APP)
+    pid, _, lines = serve_traced(ctx, argv, None, "--threshold", 20, seconds=4)
+    want = "[asyncio task: stall-injector]" if tasks else None
+    stalls = of_type(lines, "stall", pid=pid)
+    assert len(stalls) >= 5, [(s["duration_ms"], s["cause"]) for s in stalls]
+    # the first may come before the process was set up at the loop's first wait
+    cpu = [st["frames"] for s in stalls[1:] for st in s["stacks"]
+           if st["cause"] == "cpu" and find_frame(st["frames"], "busy_helper")]
+    assert len(cpu) >= 3, "CPU stacks in busy_helper: %s" % [
+        describe(st["frames"]) for s in stalls[1:] for st in s["stacks"]]
+    for frames in cpu:
+        assert_chain(frames, APP, tags, ["busy_helper", "inject", "injector"])
+        assert not [f for f in frames if f["func"].startswith("[python:")], describe(frames)
+        assert task_of(frames) == want, describe(frames)
+    blocks = [b for b in of_type(lines, "blocking_call", pid=pid)
+              if b["syscall"] == "futex" and b["duration_ms"] >= 29]
+    assert len(blocks) >= 4, [(b["syscall"], b["duration_ms"])
+                              for b in of_type(lines, "blocking_call")]
+    for b in blocks[1:]:
+        assert_chain(b["stack"], APP, tags, ["block_helper", "inject", "injector"])
+        assert task_of(b["stack"]) == want, describe(b["stack"])
+    mains = [st["frames"] for s in stalls[1:] for st in s["stacks"]
+             if st["cause"] == "cpu" and find_frame(st["frames"], "main_spin")]
+    assert mains, "no CPU stack in main_spin"
+    for frames in mains:
+        assert_chain(frames, APP, tags, ["main_spin", "main"])
+        assert task_of(frames) == ("[asyncio task: Task-1]" if tasks else None), \
+            describe(frames)
+
+
+def check_in_root(ctx, suite, python, tasks=False):
+    root = distro_root(suite)
+    with RootMounts(root):
+        check_asyncio_stalls(ctx, ["chroot", root, python, "/lwapps/" + APP], tasks)
+
+
+def test_trixie_python_3_13_stalls_name_the_injecting_functions(ctx):
+    check_in_root(ctx, "trixie", "python3.13")
+
+
+def test_forky_python_3_14_stalls_name_the_injecting_functions_and_task(ctx):
+    check_in_root(ctx, "forky", "python3.14", tasks=True)
+
+
+def test_forky_python_3_15_stalls_name_the_injecting_functions_and_task(ctx):
+    check_in_root(ctx, "forky", "python3.15", tasks=True)
+
+
+def test_pyenv_python_3_13_stalls_name_the_injecting_functions(ctx):
+    versions = sorted(v for v in os.listdir(PYENV) if v.startswith("3.13."))
+    assert versions, "no pyenv 3.13.* in %s" % PYENV
+    for v in versions:
+        check_asyncio_stalls(ctx, [os.path.join(PYENV, v, "bin", "python3.13"),
+                                   os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                "..", "apps", APP)])
+
+
+def private_ns_argv(root, argv):
+    """argv run in root inside a mount namespace of its own whose /tmp is a fresh tmpfs
+    (what it writes there, no other namespace sees), with /proc and tests/apps (as
+    /lwapps) bound in: those mounts go with the namespace. unshare and sh exec, so the
+    pid is the program's."""
+    script = ("mount -t tmpfs lwtmp {r}/tmp && mount --bind /proc {r}/proc && "
+              "mkdir -p {r}/lwapps && mount --bind -o ro {a} {r}/lwapps && "
+              "exec chroot {r} {cmd}").format(r=shlex.quote(root), a=shlex.quote(APPS_DIR),
+                                             cmd=" ".join(shlex.quote(a) for a in argv))
+    return ["unshare", "-m", "--propagation", "private", "sh", "-c", script]
+
+
+def assert_map_private(root, pid):
+    """The process's perf map is in its own /tmp only: not in ours, not in the root's."""
+    assert os.path.exists("/proc/%d/root/tmp/perf-%d.map" % (pid, pid)), "no perf map"
+    for outside in ("/tmp", os.path.join(root, "tmp")):
+        assert not os.path.exists(os.path.join(outside, "perf-%d.map" % pid)), outside
+
+
+def test_python_3_14_in_a_mount_namespace_with_a_private_tmp(ctx):
+    """forky's python3.14 -X perf (its perf map goes to the private /tmp) in a chroot
+    inside its own mount namespace, the app visible only there: the walker names the
+    injecting functions as in a plain chroot."""
+    root = distro_root("forky")
+    argv = private_ns_argv(root, ["python3.14", "-X", "perf", "/lwapps/" + APP])
+    seen = []
+
+    def drive(pid):
+        time.sleep(2)
+        assert_map_private(root, pid)
+        seen.append(pid)
+
+    tags = tagged_lines(APP)
+    pid, _, lines = serve_traced(ctx, argv, drive, "--threshold", 20, seconds=4)
+    assert seen == [pid], "the namespace was not checked"
+    stalls = of_type(lines, "stall", pid=pid)
+    cpu = [st["frames"] for s in stalls[1:] for st in s["stacks"]
+           if st["cause"] == "cpu" and find_frame(st["frames"], "busy_helper")]
+    assert len(cpu) >= 3, [describe(st["frames"]) for s in stalls[:3] for st in s["stacks"]]
+    for frames in cpu:
+        assert_chain(frames, APP, tags, ["busy_helper", "inject", "injector"])
+
+
+NODE_APP = "node_routes.js"
+
+
+def listener_pid(port):
+    """The process listening on a TCP port on 127.0.0.1 or any address (its socket's
+    inode in /proc/net/tcp, then the fd that holds it)."""
+    inodes = set()
+    for path in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(path) as f:
+            for line in f.readlines()[1:]:
+                fields = line.split()
+                if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "0A":
+                    inodes.add("socket:[%s]" % fields[9])
+    for pid in (d for d in os.listdir("/proc") if d.isdigit()):
+        try:
+            fds = os.listdir("/proc/%s/fd" % pid)
+            if any(os.readlink("/proc/%s/fd/%s" % (pid, fd)) in inodes for fd in fds):
+                return int(pid)
+        except OSError:
+            continue
+    raise AssertionError("nobody listens on port %d" % port)
+
+
+def test_debian_node_in_a_mount_namespace_names_routes_from_its_private_perf_map(ctx):
+    """forky's node 24 (a 26 KB /usr/bin/node over libnode.so.137) with --perf-basic-prof
+    in a chroot inside its own mount namespace: /spin's stalls name routeSpin, /wait's
+    futex calls routeWait, each with its file and a line of
+    that function (a perf map gives where it starts), from the map in the process's
+    private /tmp."""
+    root = distro_root("forky")
+    argv = private_ns_argv(root, ["node", "--perf-basic-prof",
+                                  "--interpreted-frames-native-stack", "/lwapps/" + NODE_APP])
+    ranges = function_ranges()
+
+    def get(port, path):
+        return urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=30).read()
+
+    seen = []
+
+    def drive(port):
+        pid = listener_pid(port)
+        assert_map_private(root, pid)
+        seen.append(pid)
+        # the loop's first wait after attach: loopwatch then sets the process up
+        get(port, "/spin?small=1")
+        time.sleep(1.0)
+        for _ in range(4):
+            for route in ("spin", "wait"):
+                get(port, "/" + route)
+                time.sleep(0.2)
+
+    pid, _, lines = serve_traced(ctx, argv, drive, "--threshold", 15, seconds=6)
+    assert seen == [pid], "the namespace was not checked"
+    def named(frames, fns):
+        return [f for f in frames if f["func"] in fns and f.get("file", "").endswith(NODE_APP)
+                and ranges[f["func"]][0] <= (f.get("line") or 0) <= ranges[f["func"]][1]]
+
+    spins = [s for s in of_type(lines, "stall", pid=pid)
+             if any(named(st["frames"], ("routeSpin", "spinInner")) for st in s["stacks"])]
+    assert len(spins) >= 3, [[(f["func"], f.get("line")) for f in st["frames"]]
+                             for s in of_type(lines, "stall", pid=pid)[:3] for st in s["stacks"]]
+    # spinInner may be inlined into it (TurboFan): the route function is always there
+    for s in spins:
+        assert any(named(st["frames"], ("routeSpin",)) for st in s["stacks"]), [
+            (f["func"], f.get("line")) for st in s["stacks"] for f in st["frames"]]
+    waits = [b for b in of_type(lines, "blocking_call", pid=pid)
+             if b["syscall"] == "futex" and b["duration_ms"] >= 35]
+    assert len(waits) >= 3, [(b["syscall"], b["duration_ms"])
+                             for b in of_type(lines, "blocking_call", pid=pid)]
+    for b in waits:
+        assert named(b["stack"], ("routeWait",)), [(f["func"], f.get("line"))
+                                                   for f in b["stack"]]
+
+
+def test_debian_node_24_over_libnode_names_the_route_function(ctx):
+    """forky's node 24 in a chroot, no flags: V8's layout from libnode.so.137's .dynsym,
+    its builtins from the globals the process keeps them in (their symbols are
+    stripped). /spin's stalls hold JS frames walked in BPF and named from the heap:
+    routeSpin (or the spinInner it calls) at a tagged line, in the app's file."""
+    root = distro_root("forky")
+    tags, ranges = node_tagged_lines(), function_ranges()
+
+    def get(port, path):
+        return urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=30).read()
+
+    def drive(port):
+        get(port, "/spin?small=1")
+        time.sleep(1.0)
+        for _ in range(5):
+            get(port, "/spin")
+            time.sleep(0.2)
+
+    with RootMounts(root):
+        pid, _, lines, stderr = serve_traced(
+            ctx, ["chroot", root, "node", "/lwapps/" + NODE_APP], drive, "--threshold", 15,
+            seconds=5, with_stderr=True)
+    assert re.search(r"JavaScript frames walked \(V8 13\.", stderr), stderr
+    fns = ("routeSpin", "spinInner")
+    stalls = of_type(lines, "stall", pid=pid)
+    spins = [s for s in stalls if any(f["kind"] == "js" and f["func"] in fns
+                                      for st in s["stacks"] for f in st["frames"])]
+    assert len(spins) >= 4, [[(f["func"], f.get("line")) for f in st["frames"]][:12]
+                             for s in stalls[:3] for st in s["stacks"]]
+    exact = 0
+    for s in spins:
+        for st in s["stacks"]:
+            for f in st["frames"]:
+                if f["kind"] != "js" or f["func"] not in fns:
+                    continue
+                assert f["file"].endswith(NODE_APP) and \
+                    ranges[f["func"]][0] <= f["line"] <= ranges[f["func"]][1], f
+                exact += f["line"] in tags[f["func"]]
+    assert exact >= 4, "frames at a tagged line: %d" % exact
