@@ -46,6 +46,197 @@ static __always_inline __u64 loop__book_sleep(struct lw_loop *l, __u64 now)
 }
 
 /*
+ * How long the task's group run queue on this CPU has been throttled by its
+ * cgroup's CPU quota, by the kernel's own clock (Linux 6.7+: the finished
+ * throttles' sum and the one under way; a parent's throttle counts, the
+ * kernel throttles every run queue below it). The run queue's clock is fresh:
+ * the scheduler updated it before this switch. 0 where the kernel keeps no
+ * such clock or the task has no group (the root's never throttles).
+ */
+static __always_inline __u64 cfs__throttled_clock(struct task_struct *task, __u64 *cfs_rq)
+{
+	struct cfs_rq *cfs;
+	__u64 total, since;
+
+	*cfs_rq = 0;
+	if (!bpf_core_field_exists(struct cfs_rq, throttled_clock_self) ||
+	    !bpf_core_field_exists(struct sched_entity, cfs_rq))
+		return 0;
+	cfs = BPF_CORE_READ(task, se.cfs_rq);
+	if (!cfs)
+		return 0;
+	*cfs_rq = (__u64)cfs;
+	total = BPF_CORE_READ(cfs, throttled_clock_self_time);
+	since = BPF_CORE_READ(cfs, throttled_clock_self);
+	if (since) {
+		__u64 clock = BPF_CORE_READ(cfs, rq, clock);
+
+		if (clock > since)
+			total += clock - since;
+	}
+	return total;
+}
+
+/*
+ * Of a wait for a CPU that ends now, the time its group run queue was
+ * throttled: a thread its quota ran out under is taken off the CPU and put
+ * back when the period refills it. Only on the run queue it left: one on
+ * another CPU has a clock of its own.
+ */
+static __always_inline void runq__book_throttled(struct lw_loop *l, struct task_struct *next,
+						 __u64 now)
+{
+	__u64 cfs_rq, clock, left = l->off_cfs_rq;
+
+	if (!left)
+		return;
+	/* once per wait: a missed switch-in books it where it is found */
+	l->off_cfs_rq = 0;
+	clock = cfs__throttled_clock(next, &cfs_rq);
+	if (cfs_rq != left || clock <= l->off_throttled_clock)
+		return;
+	clock -= l->off_throttled_clock;
+	l->iter.throttled_ns += clock < now - l->off_ns ? clock : now - l->off_ns;
+}
+
+/*
+ * The task leaving this CPU ran since the CPU's last switch while a loop
+ * thread waited for it: charge it. Every context switch of the machine asks;
+ * with no waiter it is a per-CPU lookup and a load.
+ */
+static __always_inline void cpu_wait__charge(struct task_struct *prev)
+{
+	struct lw_cpu_wait *w;
+	__u32 zero = 0, tid, n, i, min = 0;
+	__u64 now, ns;
+
+	w = bpf_map_lookup_elem(&cpu_waits, &zero);
+	if (!w || !w->tid)
+		return;
+	now = bpf_ktime_get_ns();
+	if (now - w->start_ns > LW_CPU_WAIT_MAX_NS) {
+		w->tid = 0;
+		return;
+	}
+	ns = now - w->last_ns;
+	w->last_ns = now;
+	tid = prev->pid;
+	/* the idle task had it: the waiter was not waiting for this CPU then */
+	if (!tid || tid == w->tid)
+		return;
+	n = w->n;
+	for (i = 0; i < LW_CPU_NEIGHBOURS; i++) {
+		if (i >= n)
+			break;
+		if (w->top[i].tid == tid) {
+			w->top[i].ns += ns;
+			return;
+		}
+		if (w->top[i].ns < w->top[min].ns)
+			min = i;
+	}
+	/* full: the one that had it least makes room, if this one had it longer */
+	if (n < LW_CPU_NEIGHBOURS)
+		w->n = n + 1;
+	else if (w->top[min].ns < ns)
+		n = min;
+	else
+		return;
+	if (n >= LW_CPU_NEIGHBOURS)
+		return;
+	w->top[n].tid = tid;
+	w->top[n].pid = prev->tgid;
+	w->top[n].ns = ns;
+	w->top[n].kstack = -1;
+	bpf_probe_read_kernel(w->top[n].comm, sizeof(w->top[n].comm), prev->comm);
+}
+
+/* A loop thread preempted inside an iteration waits for this CPU: watch who gets it. */
+static __always_inline void cpu_wait__begin(struct lw_loop *l, __u64 now)
+{
+	struct lw_cpu_wait *w;
+	__u32 zero = 0;
+
+	l->off_watching = 0;
+	w = bpf_map_lookup_elem(&cpu_waits, &zero);
+	/* another loop thread waits here already: the first keeps it */
+	if (!w || (w->tid && now - w->start_ns <= LW_CPU_WAIT_MAX_NS))
+		return;
+	w->tid = l->tid;
+	w->n = 0;
+	w->start_ns = now;
+	w->last_ns = now;
+	l->off_cpu = bpf_get_smp_processor_id();
+	l->off_watching = 1;
+}
+
+/* One more party's time into a list of the longest n (neighbours, wakers). */
+static __always_inline void party__add(struct lw_neighbour *v, __u32 *count, __u32 max,
+				       const struct lw_neighbour *nb)
+{
+	__u32 n = *count, min = 0, i;
+
+	for (i = 0; i < LW_ITER_NEIGHBOURS; i++) {
+		if (i >= n || i >= max)
+			break;
+		if (v[i].tid == nb->tid) {
+			v[i].ns += nb->ns;
+			return;
+		}
+		if (v[i].ns < v[min].ns)
+			min = i;
+	}
+	if (n < max)
+		*count = n + 1;
+	else if (v[min].ns < nb->ns)
+		n = min;
+	else
+		return;
+	if (n >= max || n >= LW_ITER_NEIGHBOURS)
+		return;
+	v[n] = *nb;
+}
+
+/*
+ * It runs again: who had the CPU, into the iteration's evidence, and the
+ * CPU's table given back. Only a wait long enough to matter to a stall
+ * (an eighth of the slow threshold) is kept: under contention most
+ * iterations are preempted briefly. On another CPU than the one it left,
+ * the task running there now is not charged its last part. A global
+ * function, like block__close_live: its loops are verified once, not in
+ * every caller's states.
+ */
+__weak __noinline int cpu_wait__end_live(struct lw_loop_live *live, __u64 now)
+{
+	struct lw_loop *l = (struct lw_loop *)live;
+	struct lw_cpu_wait *w;
+	__u32 zero = 0;
+
+	if (!l || !l->off_watching)
+		return 0;
+	l->off_watching = 0;
+	w = bpf_map_lookup_percpu_elem(&cpu_waits, &zero, l->off_cpu);
+	if (!w || w->tid != l->tid)
+		return 0;
+	if (now - l->off_ns >= slow_threshold_ns / 8) {
+		for (__u32 i = 0; i < LW_CPU_NEIGHBOURS; i++) {
+			if (i >= w->n)
+				break;
+			party__add(l->iter.neighbours, &l->iter.nneighbours, LW_ITER_NEIGHBOURS,
+				   &w->top[i]);
+		}
+	}
+	w->tid = 0;
+	return 0;
+}
+
+static __always_inline void cpu_wait__end(struct lw_loop *l, __u64 now)
+{
+	if (l->off_watching)
+		cpu_wait__end_live((struct lw_loop_live *)l, now);
+}
+
+/*
  * The thread is running, so it is not off CPU: an off_ns still set is from a
  * switch-out whose switch-in the sched_switch tracepoint never delivered (the
  * kernel's own sched_switch trace event misses the same switch). Inside the
@@ -57,6 +248,10 @@ static __always_inline void loop__close_missed(struct lw_loop *l, __u64 now)
 
 	if (!l->off_ns)
 		return;
+	/* the current task: the scheduler's tracepoint books a switch-in's own before */
+	if (l->busy_start_ns && !l->in_wait)
+		runq__book_throttled(l, bpf_get_current_task_btf(), now);
+	cpu_wait__end(l, now);
 	if (l->off_blocked && l->busy_start_ns && !l->in_wait) {
 		to = loop__book_sleep(l, now);
 		if (l->block.start_ns)

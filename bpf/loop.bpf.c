@@ -191,18 +191,24 @@ static __always_inline void loop__end_iteration(struct lw_loop *l, struct task_s
 	l->iter.runq_ns = runq;
 	if (l->iter.blocked_ns > busy_ns - runq)
 		l->iter.blocked_ns = busy_ns - runq;
+	if (l->iter.throttled_ns > runq)
+		l->iter.throttled_ns = runq;
 	block__close(l);
 	if (busy_ns >= slow_threshold_ns)
 		stall__emit(l, now, busy_ns);
 	l->blocked_ns += l->iter.blocked_ns;
 	l->runq_ns += l->iter.runq_ns;
+	l->throttled_ns += l->iter.throttled_ns;
 	l->iter.blocked_ns = 0;
 	l->iter.runq_ns = 0;
+	l->iter.throttled_ns = 0;
 	l->iter.samples_seen = 0;
 	l->iter.nsyscalls = 0;
 	l->iter.nblocks = 0;
 	l->iter.nprobes = 0;
 	l->iter.runq_max_ns = 0;
+	l->iter.nneighbours = 0;
+	l->iter.nwakers = 0;
 	l->runq_walk_owed = 0;
 
 	l->iterations++;

@@ -90,6 +90,10 @@ struct lw_hist_sums {
 #define LW_ITER_SAMPLES 32	/* CPU samples kept per iteration (a reservoir) */
 #define LW_ITER_SYSCALLS 8	/* distinct blocking syscalls per iteration */
 #define LW_ITER_BLOCKS 8	/* blocking calls with their stacks per iteration */
+#define LW_ITER_NEIGHBOURS 4	/* tasks that had the CPU while it waited, the longest */
+#define LW_ITER_WAKERS 4	/* tasks that woke it from its sleeps, the longest sleeps */
+/* a waker's tid when an interrupt woke it (a timer, a device): no task did */
+#define LW_WAKER_INTERRUPT 0
 #define LW_STACK_DEPTH 64
 /*
  * Words at the top of the user stack, saved with each blocking stack: the
@@ -148,6 +152,21 @@ struct lw_syscall_sum {
 	__u64 ns;
 };
 
+/* A task that ran on the CPU a loop thread waited for, and for how long. */
+struct lw_neighbour {
+	__u32 tid;
+	__u32 pid;
+	__u64 ns;
+	char comm[LW_COMM_LEN];	/* its thread's name */
+	/*
+	 * A waker's kernel stack at the wake-up (its first), in "stacks";
+	 * negative: none. An interrupt (a timer, a device) runs on whatever
+	 * task it interrupted: its frames tell it apart.
+	 */
+	__s32 kstack;
+	__u32 pad;
+};
+
 struct lw_block_ref {
 	struct lw_capture cap;
 	__s32 nr;
@@ -173,6 +192,28 @@ struct lw_iter {
 	struct lw_block_ref blocks[LW_ITER_BLOCKS];
 	struct lw_probe_sum probes[LW_ITER_PROBES];
 	struct lw_capture runq_cap;	/* waited there: the first CPU sample after the wait */
+	/*
+	 * Of runq_ns, the waits during which the thread's group on its CPU was
+	 * throttled by its cgroup's CPU quota: the kernel's own throttled clock
+	 * of that run queue (struct cfs_rq), read as the wait began and ended.
+	 */
+	__u64 throttled_ns;
+	/*
+	 * Who had the CPU while it waited after a preemption: the tasks that ran
+	 * on the CPU it left until it ran again, the longest kept (the CPU's
+	 * own table keeps LW_CPU_NEIGHBOURS, bpf/maps.bpf.h).
+	 */
+	__u32 nneighbours;
+	__u32 pad_neighbours;
+	struct lw_neighbour neighbours[LW_ITER_NEIGHBOURS];
+	/*
+	 * Who woke it from its sleeps of at least block_threshold_ns: ns is the
+	 * sleep each ended, summed per waker (tid LW_WAKER_INTERRUPT: an
+	 * interrupt, no task).
+	 */
+	__u32 nwakers;
+	__u32 pad_wakers;
+	struct lw_neighbour wakers[LW_ITER_WAKERS];
 };
 
 /* The other end of a socket, read from the kernel's socket at the first sleep. */
@@ -405,6 +446,18 @@ struct lw_loop {
 	__u64 start_ns;		/* task start time */
 	char comm[LW_COMM_LEN];	/* process (group leader) name */
 	char thread[LW_COMM_LEN];
+	__u64 throttled_ns;	/* of runq_ns: throttled by its cgroup's CPU quota */
+	/*
+	 * A preemption inside a busy period: the thread's group run queue on
+	 * the CPU it left (struct cfs_rq *, 0: none read) and that run queue's
+	 * throttled clock then; the switch-in on the same run queue books the
+	 * difference as iter.throttled_ns.
+	 */
+	__u64 off_cfs_rq;
+	__u64 off_throttled_clock;
+	/* that preemption's CPU, and whether its wait table there is this thread's */
+	__u32 off_cpu;
+	__u32 off_watching;
 	struct lw_hist busy_hist;	/* last: split at LW_LOOP_LIVE_BUCKETS */
 	/*
 	 * Of busy_hist's buckets, the sum of their durations (arrival-weighted

@@ -139,6 +139,32 @@ struct {
 	__type(value, __u64);
 } counters SEC(".maps") __weak;
 
+/*
+ * Who runs on a CPU while a loop thread waits for it: one table per CPU,
+ * taken by the first loop thread preempted there inside an iteration and
+ * given back when it runs again (bpf/iteration.bpf.h). Every context switch
+ * of the machine looks at its CPU's waiter; only while there is one does it
+ * read the clock and charge the task that leaves.
+ */
+#define LW_CPU_NEIGHBOURS 8
+/* a waiter this old is gone (exited, or its switch-in went unseen): the table is free */
+#define LW_CPU_WAIT_MAX_NS 2000000000ULL
+
+struct lw_cpu_wait {
+	__u32 tid;		/* the waiting loop thread; 0: none */
+	__u32 n;
+	__u64 start_ns;
+	__u64 last_ns;		/* the latest switch on this CPU since */
+	struct lw_neighbour top[LW_CPU_NEIGHBOURS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lw_cpu_wait);
+} cpu_waits SEC(".maps") __weak;
+
 /* Options, set by userspace before load. */
 const volatile __u64 stall_threshold_ns __weak = 10000000;
 /* slow iterations reported to userspace: lower than a stall when alerts want it */

@@ -91,6 +91,7 @@ static __always_inline void loop__switch_out(void *ctx, struct lw_loop *l,
 	l->wake_ns = 0;
 	l->off_blocked = sleeping;
 	l->preempt_walked = 0;
+	l->off_cfs_rq = 0;
 	/*
 	 * A sleep's stack is taken now: its call is what the thread waits in,
 	 * and a thread that never wakes (a deadlock) must still be named. A
@@ -102,6 +103,8 @@ static __always_inline void loop__switch_out(void *ctx, struct lw_loop *l,
 		return;
 	}
 	counter__inc(LW_CTR_PREEMPTIONS);
+	l->off_throttled_clock = cfs__throttled_clock(prev, &l->off_cfs_rq);
+	cpu_wait__begin(l, now);
 	/* half way to a stall already: this wait's stack now, exactly where it stopped */
 	if (runq__walk_wanted(l, now)) {
 		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
@@ -113,7 +116,8 @@ static __always_inline void loop__switch_out(void *ctx, struct lw_loop *l,
 	}
 }
 
-static __always_inline void loop__switch_in(struct lw_loop *l, __u64 now)
+static __always_inline void loop__switch_in(struct lw_loop *l, struct task_struct *next,
+					    __u64 now)
 {
 	/*
 	 * The waits for a CPU seen here are summed as they happen: a stuck
@@ -128,6 +132,8 @@ static __always_inline void loop__switch_in(struct lw_loop *l, __u64 now)
 		return;
 	}
 	l->iter.runq_ns += now - l->off_ns;
+	runq__book_throttled(l, next, now);
+	cpu_wait__end(l, now);
 	/*
 	 * The longest preemption names what the CPU was waited for in: its
 	 * own stack if the iteration was half way to a stall when it began;
@@ -166,8 +172,9 @@ static __always_inline void loop__resume(struct lw_loop *l, __u64 now)
 
 /*
  * Runs on every context switch of the machine: a task that is no loop thread
- * has no record and costs a task-storage miss (two pointer loads) and
- * nothing else; the clock is read only when a loop thread is involved.
+ * has no record and costs a task-storage miss (two pointer loads), and the
+ * CPU's wait table a per-CPU lookup and a load; the clock is read only when
+ * a loop thread is involved or waits for this CPU.
  */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(loop_sched_switch, bool preempt, struct task_struct *prev,
@@ -176,6 +183,7 @@ int BPF_PROG(loop_sched_switch, bool preempt, struct task_struct *prev,
 	struct lw_loop *lp = loop__of(prev), *ln = loop__of(next);
 	__u64 now = 0;
 
+	cpu_wait__charge(prev);
 	if (lp && loop__busy(lp)) {
 		now = bpf_ktime_get_ns();
 		loop__switch_out(ctx, lp, prev, preempt, prev_state, now);
@@ -188,21 +196,53 @@ int BPF_PROG(loop_sched_switch, bool preempt, struct task_struct *prev,
 	 * Back on a CPU more often than the switches seen say: a switch-out and
 	 * its switch-in went unseen in between, and the thread ran meanwhile.
 	 */
-	if (ln->off_ns && next->sched_info.pcount != ln->off_pcount)
+	if (ln->off_ns && next->sched_info.pcount != ln->off_pcount) {
+		runq__book_throttled(ln, next, now);
 		loop__close_missed(ln, now);
-	else if (ln->off_ns)
-		loop__switch_in(ln, now);
-	else
+	} else if (ln->off_ns) {
+		loop__switch_in(ln, next, now);
+	} else {
 		loop__resume(ln, now);
+	}
 	return 0;
 }
 
-SEC("tp_btf/sched_wakeup")
+/*
+ * A loop thread asleep inside an iteration is woken: its sleep ends now, and
+ * who woke it. sched_waking, not sched_wakeup: it runs in the waker's own
+ * context (sched_wakeup may run later on the sleeper's CPU, from an IPI),
+ * and one program a wake-up costs every task of the machine one
+ * task-storage miss. The waker: the task calling the wake-up, with its kernel
+ * stack, which says whether an interrupt did it instead (a timer, a device:
+ * the task it interrupted had nothing to do with it; preempt_count would
+ * say so, but it is a per-CPU variable the kernel resolves only with
+ * CONFIG_KALLSYMS_ALL, and an interrupt from user mode runs on the task's
+ * own stack). Only a sleep of block_threshold_ns or more is kept, and walks
+ * that stack: the walk is the cost, like a CPU sample's.
+ */
+SEC("tp_btf/sched_waking")
 int BPF_PROG(loop_sched_wakeup, struct task_struct *p)
 {
 	struct lw_loop *l = loop__of(p);
+	struct task_struct *waker;
+	struct lw_neighbour w = {};
+	__u64 now, from;
 
-	if (l && l->off_ns && l->off_blocked && !l->wake_ns)
-		l->wake_ns = bpf_ktime_get_ns();
+	if (!l || !l->off_ns || !l->off_blocked || l->wake_ns)
+		return 0;
+	now = bpf_ktime_get_ns();
+	l->wake_ns = now;
+	from = l->off_ns > l->busy_start_ns ? l->off_ns : l->busy_start_ns;
+	if (now < from || now - from < block_threshold_ns)
+		return 0;
+	w.ns = now - from;
+	waker = bpf_get_current_task_btf();
+	w.tid = waker->pid;
+	w.pid = waker->tgid;
+	bpf_get_current_comm(w.comm, sizeof(w.comm));
+	/* 2: this program and bpf_trace_run */
+	w.kstack = bpf_get_stackid(ctx, &stacks, 2 | BPF_F_REUSE_STACKID);
+	counter__inc(LW_CTR_STACK_WALKS);
+	party__add(l->iter.wakers, &l->iter.nwakers, LW_ITER_WAKERS, &w);
 	return 0;
 }

@@ -192,6 +192,93 @@ static double decoder__wall(const struct decoder *d, __u64 mono_ns)
 	return (double)mono_ns / 1e9 + d->mono_to_wall;
 }
 
+/*
+ * The kernel frames of a wake-up that say an interrupt ran it, on whatever
+ * task it interrupted: the entry of a hard IRQ or a system vector, softirqs,
+ * timers.
+ */
+static const char *const interrupt_frames[] = {
+	"asm_sysvec_", "sysvec_", "__sysvec_", "asm_common_interrupt", "common_interrupt",
+	"handle_softirqs", "__do_softirq", "irq_exit", "hrtimer_interrupt",
+	"__hrtimer_run_queues", "hrtimer_wakeup", "call_timer_fn", "run_timer_softirq",
+};
+
+/* "[timer]" or "[interrupt]" when the wake-up's kernel stack is an interrupt's, else NULL. */
+static const char *waker__interrupt(struct decoder *d, __u32 pid, __s32 kstack)
+{
+	struct lw_stack_ref ref = { .kernel = kstack };
+	struct stack_report s = { 0 };
+	const char *said = NULL;
+
+	if (kstack < 0)
+		return NULL;
+	stack__resolve(d, pid, ref, NULL, &s);
+	for (int i = 0; i < s.nframes && !said; i++) {
+		const char *f = s.frames[i].func;
+
+		if (s.frames[i].kind != FRAME_KERNEL)
+			continue;
+		for (size_t k = 0; k < sizeof(interrupt_frames) / sizeof(interrupt_frames[0]); k++) {
+			if (!strncmp(f, interrupt_frames[k], strlen(interrupt_frames[k]))) {
+				said = strstr(f, "timer") ? "[timer]" : "[interrupt]";
+				break;
+			}
+		}
+	}
+	stack_report__clear(&s);
+	return said;
+}
+
+/*
+ * Other parties (who had the CPU, who woke it), longest first; names from
+ * the kernel are untrusted; wakers that were interrupts are one, tid 0.
+ * Returns how many.
+ */
+static int parties__copy(struct decoder *d, __u32 pid, const struct lw_neighbour *v, __u32 n,
+			 __u32 max, struct neighbour_report *out)
+{
+	int count = 0;
+
+	for (__u32 i = 0; i < n && i < max; i++) {
+		const char *irq = waker__interrupt(d, pid, v[i].kstack);
+		struct neighbour_report *p = &out[count];
+		int j;
+
+		for (j = 0; irq && j < count && out[j].tid != LW_WAKER_INTERRUPT; j++)
+			;
+		if (irq && j < count) {
+			out[j].ns += v[i].ns;
+			continue;
+		}
+		count++;
+		p->tid = irq ? LW_WAKER_INTERRUPT : v[i].tid;
+		p->pid = irq ? 0 : v[i].pid;
+		p->ns = v[i].ns;
+		if (irq)
+			snprintf(p->comm, sizeof(p->comm), "%s", irq);
+		else
+			name__copy(p->comm, v[i].comm);
+	}
+	for (int i = 1; i < count; i++) {
+		struct neighbour_report t = out[i];
+		int j = i;
+
+		for (; j > 0 && out[j - 1].ns < t.ns; j--)
+			out[j] = out[j - 1];
+		out[j] = t;
+	}
+	return count;
+}
+
+static void stall__add_parties(struct decoder *d, const struct lw_stall_event *e,
+			       struct stall_report *r)
+{
+	r->nneighbours = parties__copy(d, e->pid, e->iter.neighbours, e->iter.nneighbours,
+				       LW_ITER_NEIGHBOURS, r->neighbours);
+	r->nwakers = parties__copy(d, e->pid, e->iter.wakers, e->iter.nwakers, LW_ITER_WAKERS,
+				   r->wakers);
+}
+
 void decoder__stall(struct decoder *d, const struct lw_stall_event *e, struct stall_report *r)
 {
 	__u64 off;
@@ -206,6 +293,7 @@ void decoder__stall(struct decoder *d, const struct lw_stall_event *e, struct st
 	r->duration_ns = e->duration_ns;
 	r->blocked_ns = e->iter.blocked_ns;
 	r->runq_ns = e->iter.runq_ns;
+	r->throttled_ns = e->iter.throttled_ns < r->runq_ns ? e->iter.throttled_ns : r->runq_ns;
 	off = r->blocked_ns + r->runq_ns;
 	r->oncpu_ns = off < r->duration_ns ? r->duration_ns - off : 0;
 	r->cause = stall_cause__of(r->oncpu_ns, r->blocked_ns, r->runq_ns);
@@ -224,6 +312,7 @@ void decoder__stall(struct decoder *d, const struct lw_stall_event *e, struct st
 		p->count = e->iter.probes[i].count;
 		p->ns = e->iter.probes[i].ns;
 	}
+	stall__add_parties(d, e, r);
 	stall__add_samples(d, e, r);
 	stall__merge_samples(r);
 	stall__add_blocks(d, e, r);

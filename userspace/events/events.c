@@ -11,6 +11,11 @@ static void events__stall(struct events *ev, const struct lw_stall_event *e)
 
 	decoder__stall(ev->decoder, e, &r);
 	tracker__comm(ev->tracker, r.pid, r.comm);
+	/* throttled: the quota that did it names the stall */
+	if (r.throttled_ns) {
+		tracker__cpu_limit(ev->tracker, r.pid, &r.limit);
+		stall_report__top(&r, r.top, sizeof(r.top));
+	}
 	sinks__slow(ev->sinks, &r);
 	/* sent up only for an --alert-ms below --threshold: not a stall */
 	if (r.duration_ns >= ev->stall_threshold_ns) {

@@ -174,7 +174,7 @@ void stack_report__top(const struct stack_report *s, char *buf, size_t len)
  * (blocked, run queue). Samples of one function split over many stacks
  * (a native leaf, a line apart) still add up to it.
  */
-void stall_report__top(const struct stall_report *r, char *buf, size_t len)
+static void stall_report__own_top(const struct stall_report *r, char *buf, size_t len)
 {
 	char tops[REPORT_MAX_STACKS][sizeof(r->top)];
 	__u64 weight[REPORT_MAX_STACKS] = { 0 };
@@ -203,4 +203,64 @@ void stall_report__top(const struct stall_report *r, char *buf, size_t len)
 		stack_report__top(&r->stacks[0], buf, len);
 	else
 		snprintf(buf, len, "[no stack]");
+}
+
+/* The cgroup's quota took more of the stall than any other part: the CPU, sleeps, the rest of the run queue. */
+static bool stall_report__throttle_dominates(const struct stall_report *r)
+{
+	__u64 t = r->throttled_ns;
+
+	return t && t >= r->oncpu_ns && t >= r->blocked_ns && t >= r->runq_ns - t;
+}
+
+/*
+ * The wait for a CPU, past the quota's part, is the largest part of the
+ * stall, and one task had the CPU for at least half of it.
+ */
+static bool stall_report__neighbour_dominates(const struct stall_report *r)
+{
+	__u64 t = r->throttled_ns, rest = r->runq_ns - t;
+
+	return r->nneighbours && rest >= r->oncpu_ns && rest >= r->blocked_ns && rest >= t &&
+	       2 * r->neighbours[0].ns >= rest;
+}
+
+/*
+ * Asleep is the largest part of the stall, and one task (no interrupt) woke
+ * it from at least half of that time.
+ */
+static bool stall_report__waker_dominates(const struct stall_report *r)
+{
+	const struct neighbour_report *w = &r->wakers[0];
+
+	return r->nwakers && w->tid != LW_WAKER_INTERRUPT && r->blocked_ns >= r->oncpu_ns &&
+	       r->blocked_ns >= r->runq_ns && 2 * w->ns >= r->blocked_ns;
+}
+
+void stall_report__top(const struct stall_report *r, char *buf, size_t len)
+{
+	const struct cpu_limit *l = &r->limit;
+	const struct neighbour_report *nb = &r->neighbours[0];
+	char own[sizeof(r->top)];
+
+	stall_report__own_top(r, own, sizeof(own));
+	if (stall_report__waker_dominates(r)) {
+		snprintf(buf, len, "woken by %s[%u] (in %s)", r->wakers[0].comm, r->wakers[0].tid,
+			 own);
+		return;
+	}
+	if (stall_report__neighbour_dominates(r)) {
+		snprintf(buf, len, "CPU held by %s[%u] (in %s)", nb->comm, nb->tid, own);
+		return;
+	}
+	if (!stall_report__throttle_dominates(r)) {
+		snprintf(buf, len, "%s", own);
+		return;
+	}
+	/* the other party first: the loop's own code only waited */
+	if (l->known)
+		snprintf(buf, len, "throttled: cgroup %s quota %gms/%gms (in %s)", l->cgroup,
+			 (double)l->quota_us / 1e3, (double)l->period_us / 1e3, own);
+	else
+		snprintf(buf, len, "throttled: its cgroup's CPU quota (in %s)", own);
 }

@@ -39,6 +39,7 @@ struct loop_view {
 	__u64 runq_ns;		/* of busy: waiting for a CPU */
 	struct arrival_lag arrival;	/* what an event arriving at a random moment waits */
 	struct lag_summary lag;		/* per iteration */
+	__u64 throttled_ns;	/* of runq: its cgroup's CPU quota had run out */
 };
 
 struct loop_thread {

@@ -7,6 +7,7 @@
 #define LOOPWATCH_MODEL_REPORT_H
 
 #include <stdbool.h>
+#include "lib/cpulimit.h"
 #include "lib/lwtypes.h"
 #include "symbols/frame.h"
 
@@ -50,6 +51,14 @@ struct probe_report {
 	struct stack_report stack;	/* of the caller, at the return */
 };
 
+/* A task that had the CPU while the loop thread waited for it. */
+struct neighbour_report {
+	__u32 tid;
+	__u32 pid;
+	char comm[LW_COMM_LEN];	/* its thread's name */
+	__u64 ns;
+};
+
 struct stall_report {
 	double ts;		/* unix seconds at the start of the iteration */
 	__u32 pid;
@@ -68,6 +77,13 @@ struct stall_report {
 	char top[256];		/* the frames that best name the culprit */
 	int nprobes;
 	struct probe_time probes[LW_ITER_PROBES];	/* probed calls inside the stall */
+	__u64 throttled_ns;	/* of runq_ns: its cgroup's CPU quota had run out */
+	struct cpu_limit limit;	/* that quota (limit.known: read), filled by the tracker */
+	int nneighbours;	/* who had the CPU while it waited, longest first */
+	struct neighbour_report neighbours[LW_ITER_NEIGHBOURS];
+	/* who woke it from its sleeps, longest sleeps first (tid 0: an interrupt) */
+	int nwakers;
+	struct neighbour_report wakers[LW_ITER_WAKERS];
 };
 
 struct block_report {
@@ -118,7 +134,10 @@ void culprit__function(const char *top, char *buf, size_t len);
 void culprit__innermost(bool on);
 /* The frames that best name a culprit in one stack: the user's code first (culprit.c). */
 void stack_report__top(const struct stack_report *s, char *buf, size_t len);
-/* The top frames most of the stall's dominant cause names (culprit.c). */
+/*
+ * The top frames most of the stall's dominant cause names, or first the
+ * CPU quota that throttled it when that took most of it (culprit.c).
+ */
 void stall_report__top(const struct stall_report *r, char *buf, size_t len);
 void stall_report__free(struct stall_report *r);
 void block_report__free(struct block_report *r);

@@ -606,24 +606,52 @@ bool proc__exe(struct proc *p, char *buf, size_t len)
  * hosts there is no such line: then systemd's own v1 hierarchy
  * ("N:name=systemd:"), which is where units and container scopes show.
  */
-bool proc__cgroup(struct proc *p, char *buf, size_t len)
+/*
+ * The lines of /proc/PID/cgroup ("ID:CONTROLLERS:PATH"): the v2 path, the
+ * path of v1's hierarchy holding controller ("name=systemd", "cpu"), NULL
+ * when absent. Pointers into text.
+ */
+static void cgroup_file__find(char *text, const char *controller, const char **v2,
+			      const char **v1)
 {
-	char path[32], *text, *line, *save = NULL;
-	const char *v2 = NULL, *v1 = NULL;
+	char *line, *save = NULL;
+	size_t clen = strlen(controller);
+
+	*v2 = *v1 = NULL;
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *ctrl = strchr(line, ':'), *path = ctrl ? strchr(ctrl + 1, ':') : NULL;
+
+		if (!path)
+			continue;
+		if (path == ctrl + 1) {
+			*v2 = path + 1;
+			continue;
+		}
+		/* one of the comma-separated controllers of this hierarchy */
+		for (const char *c = ctrl + 1; c < path; c += strcspn(c, ",:") + 1)
+			if ((size_t)(path - c) >= clen && !strncmp(c, controller, clen) &&
+			    (c[clen] == ',' || c[clen] == ':'))
+				*v1 = path + 1;
+	}
+}
+
+static char *cgroup_file__read(struct proc *p)
+{
+	char path[32];
 	size_t n;
 
 	snprintf(path, sizeof(path), "/proc/%d/cgroup", p->pid);
-	text = file__read_all(path, 1 << 20, &n);
+	return file__read_all(path, 1 << 20, &n);
+}
+
+bool proc__cgroup(struct proc *p, char *buf, size_t len)
+{
+	char *text = cgroup_file__read(p);
+	const char *v2, *v1;
+
 	if (!text)
 		return false;
-	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		const char *name = strchr(line, ':');
-
-		if (!strncmp(line, "0::", 3))
-			v2 = line + 3;
-		else if (name && !strncmp(name, ":name=systemd:", 14))
-			v1 = name + 14;
-	}
+	cgroup_file__find(text, "name=systemd", &v2, &v1);
 	if (v2 && !strcmp(v2, "/") && v1 && strcmp(v1, "/"))
 		v2 = NULL;
 	if (v2 || v1) {
@@ -632,6 +660,24 @@ bool proc__cgroup(struct proc *p, char *buf, size_t len)
 	}
 	free(text);
 	return v2 || v1;
+}
+
+bool proc__cpu_cgroup(struct proc *p, char *buf, size_t len, bool *v1_out)
+{
+	char *text = cgroup_file__read(p);
+	const char *v2, *v1;
+	bool found;
+
+	if (!text)
+		return false;
+	cgroup_file__find(text, "cpu", &v2, &v1);
+	found = v1 || v2;
+	*v1_out = v1 != NULL;
+	/* not sanitized: it names a directory, the caller checks it is one */
+	if (found)
+		snprintf(buf, len, "%s", v1 ? v1 : v2);
+	free(text);
+	return found && strlen(v1 ? v1 : v2) < len;
 }
 
 bool procs__exists(int pid)

@@ -102,6 +102,11 @@ bool proc__exe(struct proc *p, char *buf, size_t len);
  * where v2 says only "/" (hybrid hosts) or is missing; sanitized; false if none
  */
 bool proc__cgroup(struct proc *p, char *buf, size_t len);
+/*
+ * the path of the cgroup whose CPU controller rules the process: v1's cpu
+ * hierarchy (*v1 set), else v2's; false if none, or too long for buf
+ */
+bool proc__cpu_cgroup(struct proc *p, char *buf, size_t len, bool *v1);
 
 /* Is there a process with this pid now? */
 bool procs__exists(int pid);

@@ -60,6 +60,15 @@ const char *advice__runq(const __u64 stall_ns[3])
 	       "The stalls come from the code's own blocking calls, not from a lack of CPU.";
 }
 
+const char *advice__throttled(bool most)
+{
+	if (most)
+		return "**The CPU quota starves this loop**, not the host: raise the quota, or "
+		       "move the CPU-heavy work out of the loop's cgroup (a worker in its own "
+		       "cgroup), so the loop's share is not spent by its neighbours.";
+	return "The quota adds to the waits; the rest is the host's other work.";
+}
+
 const char *advice__hung(bool ended, enum stall_cause cause)
 {
 	if (ended) {

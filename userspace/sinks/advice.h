@@ -15,6 +15,8 @@
 const char *advice__culprit(const char *via, enum stall_cause cause);
 /* The stall time of a process, by part (indexed by enum stall_cause): is the host to blame? */
 const char *advice__runq(const __u64 stall_ns[3]);
+/* Throttled by its cgroup's CPU quota; most: most of the wait for a CPU was that. */
+const char *advice__throttled(bool most);
 /*
  * A hung iteration (over --stuck-after): ended, whether it returned to its
  * wait (then cause is its final split's dominant part, else the split so far).

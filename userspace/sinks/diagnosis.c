@@ -18,6 +18,8 @@
 #define DIAG_CULPRITS 10
 #define DIAG_PATHS 256		/* (process, syscall, file) kept from blocking calls */
 #define DIAG_STUCK 64		/* processes whose hung loops are remembered */
+#define DIAG_LIMITS 64		/* processes whose stalls named another party */
+#define DIAG_PARTIES 4		/* wakers, CPU holders kept per process */
 /* a cause under this share of stall time gets no advice line */
 #define DIAG_MIN_SHARE 0.02
 
@@ -49,6 +51,18 @@ struct diagnosis {
 	size_t npaths;
 	struct diag_stuck stuck[DIAG_STUCK];
 	size_t nstuck;
+	/*
+	 * The other parties of each process's stalls: the quota the latest
+	 * throttled one named; who woke it and who had its CPU, summed.
+	 */
+	struct {
+		__u32 pid;
+		struct cpu_limit limit;
+		int nwakers, nholders;
+		struct neighbour_report wakers[DIAG_PARTIES];
+		struct neighbour_report holders[DIAG_PARTIES];
+	} limits[DIAG_LIMITS];
+	size_t nlimits;
 };
 
 static bool diagnosis__wanted(const struct sink_config *cfg)
@@ -135,10 +149,53 @@ static void diagnosis__stuck(struct sink *s, const struct stuck_report *k)
 }
 
 /* The end of a hung iteration: it returned to its wait, with its final split. */
+/* One party's time into a process's longest few; the least makes room. */
+static void parties__add(struct neighbour_report *v, int *n, const struct neighbour_report *p)
+{
+	int i, min = 0;
+
+	for (i = 0; i < *n; i++) {
+		if (v[i].tid == p->tid) {
+			v[i].ns += p->ns;
+			return;
+		}
+		if (v[i].ns < v[min].ns)
+			min = i;
+	}
+	if (*n < DIAG_PARTIES)
+		v[(*n)++] = *p;
+	else if (v[min].ns < p->ns)
+		v[min] = *p;
+}
+
+static void diagnosis__limit(struct diagnosis *d, const struct stall_report *r)
+{
+	size_t i;
+
+	if (!(r->throttled_ns && r->limit.known) && !r->nwakers && !r->nneighbours)
+		return;
+	for (i = 0; i < d->nlimits && d->limits[i].pid != r->pid; i++)
+		;
+	if (i == DIAG_LIMITS)
+		return;
+	if (i == d->nlimits) {
+		memset(&d->limits[i], 0, sizeof(d->limits[i]));
+		d->nlimits++;
+	}
+	d->limits[i].pid = r->pid;
+	if (r->throttled_ns && r->limit.known)
+		d->limits[i].limit = r->limit;
+	for (int k = 0; k < r->nwakers; k++)
+		parties__add(d->limits[i].wakers, &d->limits[i].nwakers, &r->wakers[k]);
+	for (int k = 0; k < r->nneighbours; k++)
+		parties__add(d->limits[i].holders, &d->limits[i].nholders, &r->neighbours[k]);
+}
+
 static void diagnosis__stall(struct sink *s, const struct stall_report *r)
 {
 	struct diagnosis *d = s->priv;
 
+	diagnosis__limit(d, r);
 	for (size_t i = 0; i < d->nstuck; i++) {
 		struct diag_stuck *st = &d->stuck[i];
 		double dt = r->ts - st->start_ts;
@@ -317,20 +374,97 @@ static void blocking__print(FILE *out, const struct diagnosis *d, const struct m
 	fputc('\n', out);
 }
 
-static void runq__print(FILE *out, const struct model *m, const struct attr_proc *p)
+/* Who woke the loop from its sleeps, and who had its CPU while it waited, most first. */
+static void parties__print(FILE *out, const struct diagnosis *d, __u32 pid)
+{
+	const char *title[2] = { "Woken by (the sleeps each ended, in stalls)",
+				 "CPU held by (while it waited for a CPU, in stalls)" };
+
+	for (size_t i = 0; i < d->nlimits; i++) {
+		if (d->limits[i].pid != pid)
+			continue;
+		for (int kind = 0; kind < 2; kind++) {
+			struct neighbour_report v[DIAG_PARTIES];
+			int n = kind ? d->limits[i].nholders : d->limits[i].nwakers;
+
+			memcpy(v, kind ? d->limits[i].holders : d->limits[i].wakers,
+			       sizeof(v[0]) * (size_t)n);
+			if (!n)
+				continue;
+			fprintf(out, "%s: ", title[kind]);
+			for (int a = 0; a < n; a++) {
+				struct neighbour_report t;
+				int best = a;
+
+				for (int b = a + 1; b < n; b++)
+					if (v[b].ns > v[best].ns)
+						best = b;
+				t = v[a];
+				v[a] = v[best];
+				v[best] = t;
+				fputs(a ? ", " : "", out);
+				md__code(out, v[a].comm);
+				if (v[a].tid)
+					fprintf(out, " (thread %u of process %u)", v[a].tid, v[a].pid);
+				fprintf(out, " %.1f ms", ms(v[a].ns));
+			}
+			fputs(".\n\n", out);
+		}
+	}
+}
+
+static const struct cpu_limit *diagnosis__limit_of(const struct diagnosis *d, __u32 pid)
+{
+	for (size_t i = 0; i < d->nlimits; i++)
+		if (d->limits[i].pid == pid)
+			return &d->limits[i].limit;
+	return NULL;
+}
+
+/* Of the waits for a CPU, the cgroup's quota's: the limit, named. */
+static void throttled__print(FILE *out, const struct diagnosis *d, __u32 pid, __u64 runq,
+			     __u64 throttled)
+{
+	const struct cpu_limit *l = diagnosis__limit_of(d, pid);
+
+	if (!throttled || !l || !l->known)
+		l = NULL;
+	if (!throttled)
+		return;
+	fprintf(out, "Of that wait, %.1f %% (%.1f ms) was spent with the loop's cgroup throttled "
+		"by its CPU quota", pct(throttled, runq), ms(throttled));
+	if (l) {
+		fputs(": cgroup ", out);
+		md__code(out, l->cgroup);
+		fprintf(out, " may use %g ms of CPU every %g ms", (double)l->quota_us / 1e3,
+			(double)l->period_us / 1e3);
+		if (l->stat.nr_periods)
+			fprintf(out, " and was throttled in %llu of its %llu periods",
+				(unsigned long long)l->stat.nr_throttled,
+				(unsigned long long)l->stat.nr_periods);
+	}
+	fprintf(out, ". %s\n\n", advice__throttled(pct(throttled, runq) >= 50.0));
+}
+
+static void runq__print(FILE *out, const struct diagnosis *d, const struct model *m,
+			const struct attr_proc *p)
 {
 	__u64 stall_ns = p->stall_ns[0] + p->stall_ns[1] + p->stall_ns[2], busy = 0, runq = 0;
+	__u64 throttled = 0;
 	double share = pct(p->stall_ns[CAUSE_RUNQ], stall_ns);
 
 	for (size_t i = 0; i < m->nthreads; i++) {
 		if (m->threads[i]->pid == p->pid) {
 			busy += m->threads[i]->snap.busy_ns;
 			runq += m->threads[i]->snap.runq_ns;
+			throttled += m->threads[i]->snap.throttled_ns;
 		}
 	}
+	/* a quota that took most of the wait is the advice: the host is not to blame */
 	fprintf(out, "### Waiting for a CPU\n\n%.1f %% of the stall time and %.1f %% of all busy "
 		"time was spent runnable, waiting for a CPU. %s\n\n", share, pct(runq, busy),
-		advice__runq(p->stall_ns));
+		2 * throttled >= runq && throttled ? "" : advice__runq(p->stall_ns));
+	throttled__print(out, d, p->pid, runq, throttled);
 }
 
 static void probes__print(FILE *out, const struct model *m, __u32 pid)
@@ -415,7 +549,8 @@ static void process__print(FILE *out, const struct diagnosis *d, const struct mo
 		pct(busy, busy + idle), ms(busy), ms(busy + idle));
 	culprits__print(out, m, p, p99_ns);
 	blocking__print(out, d, m, p->pid);
-	runq__print(out, m, p);
+	runq__print(out, d, m, p);
+	parties__print(out, d, p->pid);
 	probes__print(out, m, p->pid);
 	stuck__print(out, d, p->pid);
 }

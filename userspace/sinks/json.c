@@ -40,12 +40,13 @@ static void loop_view__json(FILE *out, const char *type, double ts,
 		json__ms(v->arrival.p99_ns), json__ms(v->arrival.max_ns),
 		json__ms(v->arrival.span_ns), v->arrival.over_share);
 	fprintf(out, ",\"iterations\":%llu,\"busy_ms\":%.3f,\"idle_ms\":%.3f,"
-		"\"oncpu_ms\":%.3f,\"blocked_ms\":%.3f,\"runq_ms\":%.3f,\"busy_now_ms\":%.3f,"
-		"\"utilization\":%.4f,\"lag_ms\":{\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f,"
+		"\"oncpu_ms\":%.3f,\"blocked_ms\":%.3f,\"runq_ms\":%.3f,\"throttled_ms\":%.3f,"
+		"\"busy_now_ms\":%.3f,\"utilization\":%.4f,\"lag_ms\":{\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f,"
 		"\"p999\":%.3f,\"max\":%.3f}}\n",
 		(unsigned long long)v->iterations, json__ms(v->busy_ns), json__ms(v->idle_ns),
 		json__ms(v->busy_ns > off_ns ? v->busy_ns - off_ns : 0), json__ms(v->blocked_ns),
-		json__ms(v->runq_ns), json__ms(t->busy_now_ns), loop_view__utilization(v),
+		json__ms(v->runq_ns), json__ms(v->throttled_ns), json__ms(t->busy_now_ns),
+		loop_view__utilization(v),
 		json__ms(v->lag.p50_ns),
 		json__ms(v->lag.p90_ns), json__ms(v->lag.p99_ns), json__ms(v->lag.p999_ns),
 		json__ms(v->lag.max_ns));
@@ -246,6 +247,37 @@ static void stacks__json(FILE *out, const struct stall_report *r)
 	fputc(']', out);
 }
 
+/*
+ * Of the run-queue time, the cgroup's CPU quota's, and the quota when known;
+ * who had the CPU meanwhile; who woke it from its sleeps.
+ */
+static void json__throttled(FILE *out, const struct stall_report *r)
+{
+	const struct cpu_limit *l = &r->limit;
+
+	fprintf(out, ",\"throttled_ms\":%.3f,\"neighbours\":[", json__ms(r->throttled_ns));
+	for (int i = 0; i < r->nneighbours; i++) {
+		fprintf(out, "%s{\"tid\":%u,\"pid\":%u,\"comm\":", i ? "," : "",
+			r->neighbours[i].tid, r->neighbours[i].pid);
+		json__string(out, r->neighbours[i].comm);
+		fprintf(out, ",\"ms\":%.3f}", json__ms(r->neighbours[i].ns));
+	}
+	fputs("],\"wakers\":[", out);
+	for (int i = 0; i < r->nwakers; i++) {
+		fprintf(out, "%s{\"tid\":%u,\"pid\":%u,\"comm\":", i ? "," : "",
+			r->wakers[i].tid, r->wakers[i].pid);
+		json__string(out, r->wakers[i].comm);
+		fprintf(out, ",\"ms\":%.3f}", json__ms(r->wakers[i].ns));
+	}
+	fputc(']', out);
+	if (!l->known)
+		return;
+	fputs(",\"throttle\":{\"cgroup\":", out);
+	json__string(out, l->cgroup);
+	fprintf(out, ",\"quota_ms\":%.3f,\"period_ms\":%.3f}", (double)l->quota_us / 1e3,
+		(double)l->period_us / 1e3);
+}
+
 static void json__stall(struct sink *snk, const struct stall_report *r)
 {
 	FILE *out = json__out(snk);
@@ -260,6 +292,7 @@ static void json__stall(struct sink *snk, const struct stall_report *r)
 		json__ms(r->duration_ns), json__ms(r->oncpu_ns), json__ms(r->blocked_ns),
 		json__ms(r->runq_ns), stall_cause__name(r->cause));
 	json__string(out, r->top);
+	json__throttled(out, r);
 	fputs(",\"syscalls\":[", out);
 	for (int i = 0; i < r->nsyscalls; i++) {
 		fprintf(out, "%s{\"name\":", i ? "," : "");

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "kernel/collector.h"
+#include "lib/clock.h"
+#include "proc/cpulimit.h"
 #include "proc/kubelet.h"
 #include "proc/procs.h"
 #include "symbols/python.h"
@@ -33,6 +35,9 @@ struct tracked {
 	bool python;		/* has an entry in the walker's table */
 	bool v8;		/* has an entry in the V8 walker's table, */
 	struct lw_v8_proc v8cfg;	/* this one */
+	/* its CPU quota as last read (at most once a second: every throttled stall asks) */
+	struct cpu_limit limit;
+	__u64 limit_read_ns;
 	struct tracked *hnext;
 };
 
@@ -358,6 +363,29 @@ void tracker__facts(struct tracker *t, __u32 pid, char *exe, size_t exe_len, cha
 		snprintf(cgroup, cgroup_len, "%s", k->cgroup);
 		*cg = k->cg;
 	}
+}
+
+#define TRACKER_LIMIT_AGE_NS 1000000000ULL
+
+void tracker__cpu_limit(struct tracker *t, __u32 pid, struct cpu_limit *out)
+{
+	struct proc *p = procs__get(t->procs, (int)pid);
+	struct tracked *k = *tracker__slot(t, pid);
+	__u64 now = clock__mono_ns();
+
+	memset(out, 0, sizeof(*out));
+	if (!p)
+		return;
+	if (!k || !tracked__same(k, p)) {
+		proc__cpu_limit(p, out);
+		return;
+	}
+	/* gone: the quota it last ran under */
+	if (proc__alive(p) && now - k->limit_read_ns >= TRACKER_LIMIT_AGE_NS) {
+		proc__cpu_limit(p, &k->limit);
+		k->limit_read_ns = now;
+	}
+	*out = k->limit;
 }
 
 void tracker__set_kubelet_logs(struct tracker *t, const char *log_dir)

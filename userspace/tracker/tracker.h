@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include "lib/cgroup.h"
+#include "lib/cpulimit.h"
 #include "lib/lwtypes.h"
 
 struct collector;
@@ -61,6 +62,11 @@ void tracker__facts(struct tracker *t, __u32 pid, char *exe, size_t exe_len, cha
  */
 void tracker__k8s_names(struct tracker *t, const struct cgroup_identity *cg,
 			struct k8s_names *out);
+/*
+ * The CPU quota the process runs under (proc__cpu_limit), read at most once
+ * a second; out->known false when none.
+ */
+void tracker__cpu_limit(struct tracker *t, __u32 pid, struct cpu_limit *out);
 /* Where the host's /var/log is (a DaemonSet mounts it elsewhere); NULL: none. */
 void tracker__set_kubelet_logs(struct tracker *t, const char *log_dir);
 /* The label of a probe id (the bpf_cookie of its uprobes). */
