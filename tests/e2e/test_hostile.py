@@ -291,7 +291,8 @@ def test_a_failed_write_mid_run_fails_the_run_though_the_last_one_worked(ctx):
                 f.write(b"x" * (1 << 20))
             except OSError:
                 pass
-        p = subprocess.Popen([ctx.loopwatch, "--json", "-d", "6", "--report", report,
+        # ended by SIGINT once space is back: a duration could end it before that
+        p = subprocess.Popen([ctx.loopwatch, "--json", "-d", "600", "--report", report,
                               "--prom-file", prom, "--prom-interval", "0.2"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                              stdin=subprocess.DEVNULL, text=True)
@@ -306,6 +307,7 @@ def test_a_failed_write_mid_run_fails_the_run_though_the_last_one_worked(ctx):
             assert line, err
             err += line
         os.unlink(filler)
+        p.send_signal(signal.SIGINT)
         err += p.stderr.read()
         p.wait(timeout=60)
         said = [l for l in err.splitlines() if "cannot write" in l]
