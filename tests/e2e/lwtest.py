@@ -393,15 +393,19 @@ class PrometheusServer:
              os.path.join(self.dir, "data"), "--web.listen-address=127.0.0.1:%d" % self.port],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
-    def query(self, expr, timeout=5):
-        """An instant query: [(labels, float value)]."""
+    def query_raw(self, expr, timeout=5):
+        """An instant query: the API's result list as it comes."""
         import urllib.parse
         import urllib.request
         url = self.api + "query?" + urllib.parse.urlencode({"query": expr})
         with urllib.request.urlopen(url, timeout=timeout) as r:
             body = json.load(r)
         assert body["status"] == "success", body
-        return [(s["metric"], float(s["value"][1])) for s in body["data"]["result"]]
+        return body["data"]["result"]
+
+    def query(self, expr, timeout=5):
+        """An instant query: [(labels, float value)]."""
+        return [(s["metric"], float(s["value"][1])) for s in self.query_raw(expr, timeout)]
 
     def wait(self, expr, pred, timeout=60):
         """Until pred(query(expr)) holds: its result, or an AssertionError."""
