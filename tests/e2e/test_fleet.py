@@ -448,16 +448,18 @@ def test_fleet_a_loop_gone_before_the_interval_keeps_its_labels(ctx):
     """Eight short-lived Python loops (named lwshort, in a cgroup of their own), each
     gone long before the next 3-second interval drains it: their iterations count under
     their own exe and cgroup (read at their first wait), none under exe="" and
-    cgroup="", and all of them are counted (the loops' own tally). Each waits 0.3 s first,
-    so loopwatch reads its labels while it lives: one gone before loopwatch gets the CPU
-    at all has none (docs/limits.md)."""
+    cgroup="", and all of them are counted (the loops' own tally). Each waits 1 s first,
+    so loopwatch reads its labels while it lives: one gone before loopwatch gets to its
+    first wait has none (docs/limits.md). The main loop may be setting up the one before
+    meanwhile (uprobes take 0.5-1 s to attach on a loaded host); their detaching, which
+    also waits on the kernel, is done by a thread of its own (tracker/reaper.c)."""
     cg = Cgroups()
     path = cg.make("/lwtest-short-%d/app.scope" % os.getpid())
     script = ("import ctypes, os, select, sys\n"
               "ctypes.CDLL(None).prctl(15, b'lwshort', 0, 0, 0)\n"
               "ep = select.epoll()\n"
               "n = 0\n"
-              "ep.poll(0.3)\n"
+              "ep.poll(1.0)\n"
               "for _ in range(60):\n"
               "    ep.poll(0.002)\n"
               "    n += 1\n"

@@ -14,6 +14,7 @@
 #include "tracker/catalog.h"
 #include "tracker/elfsym.h"
 #include "tracker/probes.h"
+#include "tracker/reaper.h"
 
 #define LABEL_LEN 64
 #define PY_TP_CALL 50		/* CPython's Py_tp_call slot id (Include/typeslots.h) */
@@ -70,6 +71,7 @@ struct probes {
 	size_t nlinks;
 	size_t max_links;	/* PROBE_MAX_LINKS, or half the fds we may open */
 	bool full_said;
+	struct reaper *reaper;	/* detaches off the main loop */
 };
 
 /* Probes that share a label share an id: "jansson load" covers five functions. */
@@ -131,7 +133,7 @@ static void probe_proc__detach(struct probes *p, struct probe_file *f, struct pr
 	for (size_t i = 0; pp->links && i < 2 * f->nsites; i++) {
 		if (pp->links[i])
 			p->nlinks--;
-		bpf_link__destroy(pp->links[i]);
+		reaper__put(p->reaper, pp->links[i]);
 	}
 	free(pp->links);
 	pp->links = NULL;
@@ -440,6 +442,7 @@ struct probes *probes__new(struct collector *c, bool builtin, const char *const 
 	}
 	p->c = c;
 	p->builtin = builtin;
+	p->reaper = reaper__new();
 	/* a link is an fd: half of what we may open stays for everything else */
 	p->max_links = PROBE_MAX_LINKS;
 	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY &&
@@ -460,6 +463,7 @@ void probes__free(struct probes *p)
 		return;
 	for (size_t i = 0; i < p->nfiles; i++)
 		probe_file__release(p, &p->files[i]);
+	reaper__free(p->reaper);
 	free(p->files);
 	free(p);
 }
