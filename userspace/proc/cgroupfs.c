@@ -10,8 +10,7 @@
 #include <linux/magic.h>
 #include "proc/cgroupfs.h"
 
-/* where the v2 tree is: a hybrid host's unified mount, else /sys/fs/cgroup */
-static const char *cgroupfs__root(void)
+const char *cgroupfs__v2_root(void)
 {
 	static const char *const roots[] = { "/sys/fs/cgroup/unified", "/sys/fs/cgroup" };
 	struct statfs fs;
@@ -57,7 +56,7 @@ static int ref__fill(const char *root, const char *rel, struct cgroup_ref *out, 
 
 int cgroupfs__by_path(const char *path, struct cgroup_ref *out, char *err, size_t errlen)
 {
-	const char *root = cgroupfs__root();
+	const char *root = cgroupfs__v2_root();
 	size_t n;
 
 	if (!root) {
@@ -84,7 +83,7 @@ struct walk {
 
 int cgroupfs__by_service(const char *name, struct cgroup_ref *out, char *err, size_t errlen)
 {
-	const char *root = cgroupfs__root();
+	const char *root = cgroupfs__v2_root();
 	struct walk w = { .cap = SERVICE_MAX_DIRS };
 	char unit[300], found[512] = "";
 	uint32_t found_level = 0;

@@ -17,6 +17,8 @@ struct cgroup_ref {
 	char path[512];		/* from the v2 root, for messages */
 };
 
+/* The v2 tree's mount: a hybrid host's unified one, else /sys/fs/cgroup; NULL: none. */
+const char *cgroupfs__v2_root(void);
 /*
  * PATH: "/system.slice/nginx.service", or the same under the v2 mount. 0, or
  * -1 with a reason in err.

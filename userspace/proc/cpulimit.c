@@ -5,12 +5,11 @@
 #include <string.h>
 #include <unistd.h>
 #include "lib/text.h"
+#include "proc/cgroupfs.h"
 #include "proc/cpulimit.h"
 #include "proc/procs.h"
 
 #define CGROUP_V1_CPU "/sys/fs/cgroup/cpu"
-#define CGROUP_V2_HYBRID "/sys/fs/cgroup/unified"
-#define CGROUP_V2 "/sys/fs/cgroup"
 
 /* A small control file, whole and NUL-terminated; false if unreadable. */
 static bool control__read(const char *dir, const char *name, char *buf, size_t len)
@@ -75,9 +74,9 @@ bool proc__cpu_limit(struct proc *p, struct cpu_limit *out)
 	memset(out, 0, sizeof(*out));
 	if (!proc__cpu_cgroup(p, cg, sizeof(cg), &v1) || !path__plain(cg))
 		return false;
-	root = v1 ? CGROUP_V1_CPU :
-		    access(CGROUP_V2_HYBRID "/cgroup.procs", F_OK) == 0 ? CGROUP_V2_HYBRID :
-		    CGROUP_V2;
+	root = v1 ? CGROUP_V1_CPU : cgroupfs__v2_root();
+	if (!root)
+		return false;
 	/* the cgroup itself, then each ancestor below the root: the nearest quota rules */
 	for (at = strlen(cg); at > 1; ) {
 		snprintf(dir, sizeof(dir), "%s%.*s", root, (int)at, cg);
