@@ -6,7 +6,7 @@ Every expectation is a line of the app's own source, tagged "@function" there.""
 import os
 import re
 
-from lwtest import Loopwatch, Workload, of_type
+from lwtest import of_type, run_traced
 
 APPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "apps")
 
@@ -20,15 +20,8 @@ def tagged(app, func):
 
 
 def stalls_of(ctx, argv, *flags):
-    w = Workload(argv)
-    try:
-        lw = Loopwatch(ctx, "-p", w.pid, *flags).start()
-        w.go()
-        w.wait()
-        lines = lw.stop()
-    finally:
-        w.kill()
-    return of_type(lines, "stall", pid=w.pid)
+    pid, lines = run_traced(ctx, argv, *flags)
+    return of_type(lines, "stall", pid=pid)
 
 
 def own_top(top):

@@ -5,7 +5,7 @@ import os
 import re
 import time
 
-from lwtest import Loopwatch, Workload, load_truth, of_type, tmpfile
+from lwtest import load_truth, of_type, run_traced, tmpfile
 
 CGROUP_V1_CPU = "/sys/fs/cgroup/cpu"
 STALL_MS = 20
@@ -47,20 +47,9 @@ def run_hogwork(ctx, seconds, *flags, cgroup=None, text=False, hog_nice=None, ex
     argv = [ctx.workload("hogwork"), out, str(seconds)] + [str(a) for a in extra]
     if hog_nice is not None:
         argv += ["--nice", str(hog_nice)]
-    w = Workload(argv + ["--go"])
-    lw = Loopwatch(ctx, "-p", w.pid, "-d", seconds + 4, "--threshold", STALL_MS, *flags,
-                   text=text)
-    try:
-        if cgroup:
-            cgroup.move(w.pid)
-        lw.start()
-        time.sleep(0.5)
-        w.go()
-        w.wait()
-        lines = lw.stop()
-    finally:
-        w.kill()
-        lw.kill()
+    _, lines = run_traced(ctx, argv + ["--go"], "--threshold", STALL_MS, *flags, settle=0.5,
+                          duration=seconds + 4, text=text,
+                          before=cgroup.move if cgroup else None)
     return load_truth(out), lines
 
 
@@ -184,17 +173,9 @@ def test_neighbour_named_when_it_held_the_cpu(ctx):
 
 def run_wakework(ctx, mode, iterations=40):
     out = tmpfile()
-    w = Workload([ctx.workload("wakework"), out, str(iterations), mode, "--go"])
-    lw = Loopwatch(ctx, "-p", w.pid, "-d", iterations * 0.05 + 4, "--threshold", STALL_MS)
-    try:
-        lw.start()
-        time.sleep(0.5)
-        w.go()
-        w.wait()
-        lines = lw.stop()
-    finally:
-        w.kill()
-        lw.kill()
+    _, lines = run_traced(ctx, [ctx.workload("wakework"), out, str(iterations), mode, "--go"],
+                          "--threshold", STALL_MS, settle=0.5,
+                          duration=iterations * 0.05 + 4)
     return load_truth(out), lines
 
 
@@ -237,17 +218,8 @@ def test_a_timer_wake_names_no_task(ctx):
     [timer], and the culprit stays the sleeping function; a mutex held by the workload's
     thread named holder names that thread."""
     out = tmpfile()
-    w = Workload([ctx.workload("stallwork"), out, "sleep,mutex", "6", "--go"])
-    lw = Loopwatch(ctx, "-p", w.pid, "-d", 8, "--threshold", 5)
-    try:
-        lw.start()
-        time.sleep(0.5)
-        w.go()
-        w.wait()
-        lines = lw.stop()
-    finally:
-        w.kill()
-        lw.kill()
+    _, lines = run_traced(ctx, [ctx.workload("stallwork"), out, "sleep,mutex", "6", "--go"],
+                          "--threshold", 5, settle=0.5, duration=8)
     os.unlink(out)
     stalls = of_type(lines, "stall")
     sleeps = [s for s in stalls if s["top"].startswith("inject_nanosleep") or
