@@ -31,11 +31,13 @@ def own_top(top):
     return m.group(1) if m else top
 
 
-def check(ctx, argv, app, func, library, min_stalls=4):
+def check(ctx, argv, app, func, library, then=None, min_stalls=4):
+    """then: what the culprit line says after the app's frame (the call it made)."""
     want = "%s (%s:%d)" % (func, app, tagged(app, func))
     stalls = stalls_of(ctx, argv)
     assert len(stalls) >= min_stalls, [s["top"] for s in stalls]
-    named = [s for s in stalls if own_top(s["top"]).startswith(want)]
+    named = [s for s in stalls if own_top(s["top"]).startswith(want) and
+             (not then or re.match(then, own_top(s["top"])[len(want):]))]
     # the first stall may predate the process's frames (its first wait seen)
     assert len(named) >= len(stalls) - 1, (want, [s["top"] for s in stalls])
     inner = stalls_of(ctx, argv, "--innermost-culprits")
@@ -45,16 +47,22 @@ def check(ctx, argv, app, func, library, min_stalls=4):
 
 def test_python_helper_is_named_not_requests(ctx):
     """fetch_user calls requests.get against a 60 ms backend: its stalls (blocked) name
-    fetch_user (after the backend process that woke the loop); with --innermost-culprits
-    the stdlib or urllib3 function under it."""
+    fetch_user (after the backend process that woke the loop), then the library call it
+    made (requests' get) and the call it slept in on the backend's socket:
+    "fetch_user (py_library_culprit.py:35) -> get (requests/api.py:73) ... poll 60.3 ms
+    tcp 127.0.0.1:41234"; with --innermost-culprits the stdlib or urllib3 function
+    under it."""
     check(ctx, ["/usr/bin/python3", os.path.join(APPS, "py_library_culprit.py")],
           "py_library_culprit.py", "fetch_user",
-          lambda top: not top.startswith("fetch_user"))
+          lambda top: not top.startswith("fetch_user"),
+          then=r" -> get \(requests/api\.py:\d+\) \.\.\. \w+ [\d.]+ ms tcp 127\.0\.0\.1:\d+$")
 
 
 def test_node_route_is_named_not_the_module(ctx):
     """routeReport calls slowlib.crunch (node_modules) for 40 ms of CPU: the stalls name
-    routeReport; with --innermost-culprits crunch (index.js)."""
+    routeReport, then the module's function it called ("-> crunch (slowlib/index.js:9)");
+    with --innermost-culprits crunch itself."""
     check(ctx, ["node", os.path.join(APPS, "node_library_culprit.js")],
           "node_library_culprit.js", "routeReport",
-          lambda top: top.startswith("crunch (index.js:"))
+          lambda top: top.startswith("crunch (slowlib/index.js:"),
+          then=r" -> crunch \(slowlib/index\.js:\d+\)$")

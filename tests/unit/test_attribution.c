@@ -80,6 +80,68 @@ static void culprit__function_identity(void)
 	CHECK(!strcmp(a, "std::map<int, int>::find"), "%s", a);
 	culprit__function("x", a, 1);
 	CHECK(a[0] == '\0', "no room");
+	culprit__function("fetch (app.py:22) -> get (requests/api.py:73) ... poll 60.1 ms", a,
+			  sizeof(a));
+	CHECK(!strcmp(a, "fetch (app.py)"), "the library call is not the culprit: %s", a);
+	culprit__function("zread ... read 500.0 ms /var/db", a, sizeof(a));
+	CHECK(!strcmp(a, "zread"), "%s", a);
+}
+
+/* a table of many stalls of one culprit keeps no one stall's call and duration */
+static void culprit__call_stripped(void)
+{
+	char a[160];
+
+	culprit__without_call("fetch (app.py:22) -> get (requests/api.py:73) ... poll 60.1 ms tcp "
+			      "10.0.0.5:80", a, sizeof(a));
+	CHECK(!strcmp(a, "fetch (app.py:22) -> get (requests/api.py:73)"), "%s", a);
+	culprit__without_call("woken by worker[12] (in f (a.py:3) ... futex 20.0 ms)", a, sizeof(a));
+	CHECK(!strcmp(a, "woken by worker[12] (in f (a.py:3))"), "%s", a);
+	culprit__without_call("render (app.py:28) < handle (app.py:46)", a, sizeof(a));
+	CHECK(!strcmp(a, "render (app.py:28) < handle (app.py:46)"), "%s", a);
+}
+
+/*
+ * An application's Python frame over a library's: the line names the
+ * app's frame, then the call it made into the library (by its path under
+ * the packages folder); the stall's sleep and its peer follow.
+ */
+static void culprit__names_the_library_call(void)
+{
+	struct frame f[4];
+	struct stall_report r = { .cause = CAUSE_BLOCKED, .blocked_ns = 60 * MS, .nstacks = 1 };
+	struct stack_report *s = &r.stacks[0];
+
+	frame__set(&f[0], FRAME_PYTHON, "_make_request", "");
+	snprintf(f[0].file, sizeof(f[0].file), "/usr/lib/python3/dist-packages/urllib3/cp.py");
+	f[0].line = 446;
+	frame__set(&f[1], FRAME_PYTHON, "get", "");
+	snprintf(f[1].file, sizeof(f[1].file), "/usr/lib/python3/dist-packages/requests/api.py");
+	f[1].line = 73;
+	frame__set(&f[2], FRAME_PYTHON, "fetch_user", "");
+	snprintf(f[2].file, sizeof(f[2].file), "/srv/app.py");
+	f[2].line = 22;
+	frame__set(&f[3], FRAME_PYTHON, "handler", "");
+	snprintf(f[3].file, sizeof(f[3].file), "/srv/app.py");
+	f[3].line = 40;
+	s->blocked = true;
+	s->ns = 60 * MS;
+	snprintf(s->syscall, sizeof(s->syscall), "poll");
+	s->frames = f;
+	s->nframes = 4;
+	stall_report__top(&r, r.top, sizeof(r.top));
+	CHECK(!strcmp(r.top, "fetch_user (app.py:22) -> get (requests/api.py:73) ... poll 60.0 ms"),
+	      "%s", r.top);
+	snprintf(r.peer.syscall, sizeof(r.peer.syscall), "poll");
+	snprintf(r.peer.path, sizeof(r.peer.path), "tcp 127.0.0.1:8081");
+	stall_report__top(&r, r.top, sizeof(r.top));
+	CHECK(!strcmp(r.top, "fetch_user (app.py:22) -> get (requests/api.py:73) ... poll 60.0 ms "
+			     "tcp 127.0.0.1:8081"), "%s", r.top);
+	s->nframes = 1;
+	s->frames = &f[2];
+	r.peer.path[0] = '\0';
+	stall_report__top(&r, r.top, sizeof(r.top));
+	CHECK(!strcmp(r.top, "fetch_user (app.py:22) ... poll 60.0 ms"), "%s", r.top);
 }
 
 int main(void)
@@ -140,5 +202,7 @@ int main(void)
 	attribution__free(a);
 	culprit__skips_v8_internals();
 	culprit__function_identity();
+	culprit__call_stripped();
+	culprit__names_the_library_call();
 	return check__report();
 }

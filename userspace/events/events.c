@@ -5,17 +5,45 @@
 #include "sinks/sink.h"
 #include "tracker/tracker.h"
 
+/* The longest named blocking call of the stall's thread inside it, if one was reported. */
+static bool events__peer_of(const struct events *ev, struct stall_report *r)
+{
+	const struct recent_block *best = NULL;
+	double end = r->ts + (double)r->duration_ns / 1e9;
+
+	for (unsigned int i = 0; i < EVENTS_RECENT_BLOCKS; i++) {
+		const struct recent_block *b = &ev->recent[i];
+
+		/* a microsecond of slack: both ends went through one clock conversion */
+		if (b->tid != r->tid || !b->path[0] || b->ts < r->ts - 1e-6 ||
+		    b->ts + (double)b->duration_ns / 1e9 > end + 1e-6)
+			continue;
+		if (!best || b->duration_ns > best->duration_ns)
+			best = b;
+	}
+	if (!best)
+		return false;
+	snprintf(r->peer.syscall, sizeof(r->peer.syscall), "%s", best->syscall);
+	snprintf(r->peer.path, sizeof(r->peer.path), "%s", best->path);
+	return true;
+}
+
 static void events__stall(struct events *ev, const struct lw_stall_event *e)
 {
 	struct stall_report r;
+	bool retop = false;
 
 	decoder__stall(ev->decoder, e, &r);
 	tracker__comm(ev->tracker, r.pid, r.comm);
 	/* throttled: the quota that did it names the stall */
 	if (r.throttled_ns) {
 		tracker__cpu_limit(ev->tracker, r.pid, &r.limit);
-		stall_report__top(&r, r.top, sizeof(r.top));
+		retop = true;
 	}
+	if (r.cause == CAUSE_BLOCKED && events__peer_of(ev, &r))
+		retop = true;
+	if (retop)
+		stall_report__top(&r, r.top, sizeof(r.top));
 	sinks__slow(ev->sinks, &r);
 	/* sent up only for an --alert-ms below --threshold: not a stall */
 	if (r.duration_ns >= ev->stall_threshold_ns) {
@@ -31,6 +59,15 @@ static void events__block(struct events *ev, const struct lw_block_event *e)
 
 	decoder__block(ev->decoder, e, &r);
 	tracker__comm(ev->tracker, r.pid, r.comm);
+	if (r.path[0]) {
+		struct recent_block *b = &ev->recent[ev->nrecent++ % EVENTS_RECENT_BLOCKS];
+
+		b->tid = r.tid;
+		b->ts = r.ts;
+		b->duration_ns = r.duration_ns;
+		snprintf(b->syscall, sizeof(b->syscall), "%s", r.syscall);
+		snprintf(b->path, sizeof(b->path), "%s", r.path);
+	}
 	sinks__block(ev->sinks, &r);
 	block_report__free(&r);
 }

@@ -9,12 +9,27 @@
 
 #include <stddef.h>
 #include "lib/lwtypes.h"
+#include "model/report.h"
 
 struct decoder;
 struct model;
 struct stuck_watch;
 struct sinks;
 struct tracker;
+
+/*
+ * The socket or file of a blocking call reported lately: a stall event,
+ * which comes after the calls inside it, names what it slept on.
+ */
+#define EVENTS_RECENT_BLOCKS 16
+
+struct recent_block {
+	__u32 tid;
+	double ts;
+	__u64 duration_ns;
+	char syscall[REPORT_NAME_LEN];
+	char path[256];
+};
 
 struct events {
 	struct decoder *decoder;
@@ -23,6 +38,8 @@ struct events {
 	struct sinks *sinks;
 	__u64 stall_threshold_ns;	/* slower iterations than this are stalls */
 	struct stuck_watch *stuck;	/* NULL: hung loops are not reported live */
+	struct recent_block recent[EVENTS_RECENT_BLOCKS];	/* a ring */
+	unsigned int nrecent;
 };
 
 /* The collector's event callback; ctx is the struct events. */

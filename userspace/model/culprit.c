@@ -70,10 +70,24 @@ static enum frame_owner frame__owner(const struct frame *f)
 	return OWNER_APP;
 }
 
+/* where the function a culprit line names first ends: at its caller, its callee or its call */
+static size_t culprit__first_len(const char *top)
+{
+	static const char *const seps[] = { " < ", " -> ", " ... " };
+	size_t n = strlen(top);
+
+	for (size_t i = 0; i < sizeof(seps) / sizeof(seps[0]); i++) {
+		const char *end = strstr(top, seps[i]);
+
+		if (end && (size_t)(end - top) < n)
+			n = (size_t)(end - top);
+	}
+	return n;
+}
+
 void culprit__function(const char *top, char *buf, size_t len)
 {
-	const char *end = strstr(top, " < ");
-	size_t n = end ? (size_t)(end - top) : strlen(top), k = 0;
+	size_t n = culprit__first_len(top), k = 0;
 
 	if (!len)
 		return;
@@ -94,11 +108,32 @@ void culprit__function(const char *top, char *buf, size_t len)
 	buf[k] = '\0';
 }
 
+void culprit__without_call(const char *top, char *buf, size_t len)
+{
+	const char *call = strstr(top, " ... "), *party = strstr(top, " (in ");
+	size_t n = strlen(top);
+	bool closed;
+
+	if (!call) {
+		snprintf(buf, len, "%s", top);
+		return;
+	}
+	/* "woken by x[1] (in f ... recv 60.0 ms)": the party's parenthesis stays */
+	closed = party && party < call && top[n - 1] == ')';
+	snprintf(buf, len, "%.*s%s", (int)(call - top), top, closed ? ")" : "");
+}
+
 static bool culprit_innermost;
 
 void culprit__innermost(bool on)
 {
 	culprit_innermost = on;
+}
+
+static bool frame__named(const struct frame *f, bool script)
+{
+	return script == frame__is_script(f) && f->kind != FRAME_KERNEL && f->func[0] &&
+	       f->func[0] != '[';
 }
 
 /*
@@ -115,8 +150,7 @@ static int stack__culprit(const struct stack_report *s, bool script)
 		const struct frame *f = &s->frames[i];
 		enum frame_owner owner;
 
-		if (script != frame__is_script(f) || f->kind == FRAME_KERNEL || !f->func[0] ||
-		    f->func[0] == '[')
+		if (!frame__named(f, script))
 			continue;
 		if (culprit_innermost)
 			return i;
@@ -138,7 +172,42 @@ int stack_report__culprit(const struct stack_report *s)
 	return first >= 0 ? first : stack__culprit(s, false);
 }
 
-/* The two frames that best name a culprit: Python or JS code when there is any. */
+/*
+ * A script frame's place: the file's base name, or for a library its path
+ * under the packages folder ("requests/api.py"): api.py alone could be anyone's.
+ */
+static const char *frame__place(const struct frame *f)
+{
+	static const char *const roots[] = { "/site-packages/", "/dist-packages/", "/node_modules/" };
+	const char *base = strrchr(f->file, '/');
+
+	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
+		const char *at = strstr(f->file, roots[i]);
+
+		if (at)
+			return at + strlen(roots[i]);
+	}
+	return base ? base + 1 : f->file;
+}
+
+static size_t frame__print(const struct frame *f, bool script, const char *sep, char *buf,
+			   size_t len)
+{
+	int n;
+
+	if (script && f->file[0])
+		n = snprintf(buf, len, "%s%s (%s:%d)", sep, f->func, frame__place(f), f->line);
+	else
+		n = snprintf(buf, len, "%s%s", sep, f->func);
+	return n < 0 ? 0 : (size_t)n;
+}
+
+/*
+ * The two frames that best name a culprit: Python or JS code when there is
+ * any. The application's script frame comes with the library or runtime call
+ * it made when it made one ("fetch_user (app.py:22) -> get (requests/api.py:73)"),
+ * else with its caller ("render (app.py:28) < handle (app.py:46)").
+ */
 void stack_report__top(const struct stack_report *s, char *buf, size_t len)
 {
 	int first = stack_report__culprit(s), shown = 0;
@@ -150,20 +219,18 @@ void stack_report__top(const struct stack_report *s, char *buf, size_t len)
 		snprintf(buf, len, "[unknown]");
 		return;
 	}
-	for (int i = first; i < s->nframes && shown < 2 && used < len; i++) {
-		const struct frame *f = &s->frames[i];
-		const char *base = strrchr(f->file, '/');
-
-		if (script != frame__is_script(f) || f->kind == FRAME_KERNEL || !f->func[0] ||
-		    f->func[0] == '[')
+	used = frame__print(&s->frames[first], script, "", buf, len);
+	/* native code's callee is libc's wrapper of the call the line names next */
+	for (int i = first - 1; script && i >= 0 && used < len; i--) {
+		if (!frame__named(&s->frames[i], script))
 			continue;
-		if (script && f->file[0])
-			used += (size_t)snprintf(buf + used, len - used, "%s%s (%s:%d)",
-						 shown ? " < " : "", f->func,
-						 base ? base + 1 : f->file, f->line);
-		else
-			used += (size_t)snprintf(buf + used, len - used, "%s%s",
-						 shown ? " < " : "", f->func);
+		frame__print(&s->frames[i], script, " -> ", buf + used, len - used);
+		return;
+	}
+	for (int i = first + 1; i < s->nframes && shown < 1 && used < len; i++) {
+		if (!frame__named(&s->frames[i], script))
+			continue;
+		used += frame__print(&s->frames[i], script, " < ", buf + used, len - used);
 		shown++;
 	}
 }
@@ -178,6 +245,7 @@ static void stall_report__own_top(const struct stall_report *r, char *buf, size_
 {
 	char tops[REPORT_MAX_STACKS][sizeof(r->top)];
 	__u64 weight[REPORT_MAX_STACKS] = { 0 };
+	int heaviest[REPORT_MAX_STACKS];
 	bool by_ns = r->cause != CAUSE_CPU;
 	int ntops = 0, best = -1;
 
@@ -192,17 +260,37 @@ static void stall_report__own_top(const struct stall_report *r, char *buf, size_
 		for (j = 0; j < ntops && strcmp(tops[j], tops[ntops]); j++)
 			;
 		weight[j] += by_ns ? s->ns : (__u64)s->samples;
-		if (j == ntops)
+		if (j == ntops) {
+			heaviest[j] = i;
 			ntops++;
+		} else if (s->ns > r->stacks[heaviest[j]].ns) {
+			heaviest[j] = i;
+		}
 		if (best < 0 || weight[j] > weight[best])
 			best = j;
 	}
-	if (best >= 0)
+	if (best < 0) {
+		if (r->nstacks)
+			stack_report__top(&r->stacks[0], buf, len);
+		else
+			snprintf(buf, len, "[no stack]");
+		return;
+	}
+	if (r->cause != CAUSE_BLOCKED) {
 		snprintf(buf, len, "%s", tops[best]);
-	else if (r->nstacks)
-		stack_report__top(&r->stacks[0], buf, len);
-	else
-		snprintf(buf, len, "[no stack]");
+		return;
+	}
+	/* asleep: the call the code made, for how long, and on what when known */
+	{
+		const char *call = r->stacks[heaviest[best]].syscall;
+		bool on_peer = r->peer.path[0] && !strcmp(r->peer.syscall, call);
+		size_t used;
+
+		snprintf(buf, len, "%s", tops[best]);
+		used = strlen(buf);
+		snprintf(buf + used, len - used, " ... %s %.1f ms%s%.96s", call,
+			 (double)weight[best] / 1e6, on_peer ? " " : "", on_peer ? r->peer.path : "");
+	}
 }
 
 /* The cgroup's quota took more of the stall than any other part: the CPU, sleeps, the rest of the run queue. */

@@ -421,7 +421,7 @@ static size_t model__offender_index(struct model *m, const struct stall_report *
 	memset(o, 0, sizeof(*o));
 	o->pid = r->pid;
 	memcpy(o->comm, r->comm, LW_COMM_LEN);
-	snprintf(o->top, sizeof(o->top), "%s", r->top);
+	culprit__without_call(r->top, o->top, sizeof(o->top));
 	memcpy(o->function, function, sizeof(o->function));
 	return m->noffenders++;
 }

@@ -84,6 +84,11 @@ struct stall_report {
 	/* who woke it from its sleeps, longest sleeps first (tid 0: an interrupt) */
 	int nwakers;
 	struct neighbour_report wakers[LW_ITER_WAKERS];
+	/* the longest blocking call reported inside it, when its fd was named (events.c) */
+	struct {
+		char syscall[REPORT_NAME_LEN];
+		char path[256];
+	} peer;
 };
 
 struct block_report {
@@ -130,6 +135,12 @@ int stack_report__culprit(const struct stack_report *s);
  * are counted by in the offenders table.
  */
 void culprit__function(const char *top, char *buf, size_t len);
+/*
+ * A culprit line without the call it slept in and for how long ("f (a.py:3)
+ * ... recv 60.0 ms tcp 10.0.0.5:80" is "f (a.py:3)"): what a table of many
+ * stalls of one culprit shows.
+ */
+void culprit__without_call(const char *top, char *buf, size_t len);
 /* --innermost-culprits: the innermost named frame, whoever's code it is */
 void culprit__innermost(bool on);
 /* The frames that best name a culprit in one stack: the user's code first (culprit.c). */
