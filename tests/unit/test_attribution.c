@@ -137,6 +137,14 @@ static void culprit__names_the_library_call(void)
 	stall_report__top(&r, r.top, sizeof(r.top));
 	CHECK(!strcmp(r.top, "fetch_user (app.py:22) -> get (requests/api.py:73) ... poll 60.0 ms "
 			     "tcp 127.0.0.1:8081"), "%s", r.top);
+	snprintf(f[1].file, sizeof(f[1].file), "/usr/lib/python3.11/json/__init__.py");
+	snprintf(f[1].func, sizeof(f[1].func), "dumps");
+	stack_report__top(s, r.top, sizeof(r.top));
+	CHECK(!strcmp(r.top, "fetch_user (app.py:22) -> dumps (json/__init__.py:73)"), "%s", r.top);
+	snprintf(f[1].file, sizeof(f[1].file), "node:internal/fs/utils");
+	stack_report__top(s, r.top, sizeof(r.top));
+	CHECK(!strcmp(r.top, "fetch_user (app.py:22) -> dumps (node:internal/fs/utils:73)"), "%s",
+	      r.top);
 	s->nframes = 1;
 	s->frames = &f[2];
 	r.peer.path[0] = '\0';

@@ -173,20 +173,28 @@ int stack_report__culprit(const struct stack_report *s)
 }
 
 /*
- * A script frame's place: the file's base name, or for a library its path
- * under the packages folder ("requests/api.py"): api.py alone could be anyone's.
+ * A script frame's place: the file's base name, or the path a reader knows
+ * it by when the base name could be anyone's -- a library's under its
+ * packages folder ("requests/api.py"), the Python stdlib's under its
+ * lib folder ("json/__init__.py"), node's own module ("node:internal/fs/utils").
  */
 static const char *frame__place(const struct frame *f)
 {
 	static const char *const roots[] = { "/site-packages/", "/dist-packages/", "/node_modules/" };
-	const char *base = strrchr(f->file, '/');
+	const char *base = strrchr(f->file, '/'), *lib;
 
+	if (!strncmp(f->file, "node:", 5))
+		return f->file;
 	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
 		const char *at = strstr(f->file, roots[i]);
 
 		if (at)
 			return at + strlen(roots[i]);
 	}
+	/* .../lib/python3.11/json/__init__.py */
+	lib = strstr(f->file, "/lib/python");
+	if (lib && (lib = strchr(lib + 11, '/')))
+		return lib + 1;
 	return base ? base + 1 : f->file;
 }
 
