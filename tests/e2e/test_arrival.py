@@ -6,6 +6,7 @@ starts its loop only after loopwatch is attached (--go), times the same stretch 
 its first wait call to the return of its last) and exits, so both windows are the
 thread's whole life as a loop."""
 import json
+import math
 import os
 
 from lwtest import (APPS_DIR, arrival_quantile, of_type, run_traced, tmpfile, load_truth)
@@ -68,6 +69,39 @@ def test_asyncio_arrival_lag_matches_its_own_iterations(ctx):
     assert len(s) == 1, "want the app's one loop thread: %s" % s
     assert abs(s[0]["iterations"] - len(busy)) <= 0.01 * len(busy), (s[0], len(busy))
     assert_arrival_matches(s[0], busy, hi, span, 0.05, "asyncio")
+
+
+def test_requests_arriving_at_random_wait_what_the_arrival_lag_says(ctx):
+    """Requests a generator sends at random (Poisson) moments to an asyncio loop: their
+    own waits (from the kernel's receive timestamp to the loop's return from the wait
+    call that saw them, measured by the app) agree with loopwatch's arrival-weighted p90
+    and p99 within the sample's error: no more than 1-q (+3 sigma) of them waited longer,
+    no fewer than 1-q (-3 sigma) waited as long. A request that came while the loop slept
+    waited for its wake-up, which is no iteration's: the app bounds that part (its
+    run-queue time across the call) and the first check leaves it out."""
+    out = tmpfile()
+    _, lines = run_traced(ctx, ["/usr/bin/python3",
+                                os.path.join(APPS_DIR, "py_arrival_requests.py"), out, "8"])
+    truth = load_truth(out)
+    waits = [w / 1e6 for w in truth["waits_ns"]]
+    busy = [(w - i) / 1e6 for w, i in zip(truth["waits_ns"], truth["idle_ns"])]
+    n = len(waits)
+    assert n >= 1500, "%d requests" % n
+    s = [x for x in of_type(lines, "summary") if x["comm"].startswith("python")]
+    assert len(s) == 1, "want the app's one loop thread: %s" % s
+    lag = s[0]["arrival_lag_ms"]
+    for key, q in (("p90", 0.9), ("p99", 0.99)):
+        tail, sigma = 1 - q, math.sqrt(q * (1 - q) / n)
+        longer = sum(1 for w in busy if w > lag[key] * (1 + REL) + 0.1) / n
+        as_long = sum(1 for w in waits if w >= lag[key] * (1 - REL) - 0.1) / n
+        print("arrival %s %.2f ms (per iteration %.2f): of %d requests %.4f waited longer, "
+              "%.4f as long" % (key, lag[key], s[0]["lag_ms"][key], n, longer, as_long))
+        assert longer <= tail + 3 * sigma, \
+            "%s %.2f ms: %.4f of %d requests waited longer (want <= %.4f)" % (
+                key, lag[key], longer, n, tail + 3 * sigma)
+        assert as_long >= tail - 3 * sigma, \
+            "%s %.2f ms: %.4f of %d requests waited as long (want >= %.4f)" % (
+                key, lag[key], as_long, n, tail - 3 * sigma)
 
 
 def test_ten_stalls_among_fast_iterations_fire_the_lag_alert(ctx):
