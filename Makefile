@@ -25,7 +25,8 @@ FUZZERS := $(patsubst tests/fuzz/%.c,$(OUT)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.
 WORKLOADS := $(patsubst tests/workloads/%.c,$(OUT)/workloads/%,$(wildcard tests/workloads/*.c)) \
 	$(OUT)/workloads/chainwork_split
 
-.PHONY: all run test bench clean deps test-deps check-sanitize sanitize-build test-kernels docs
+.PHONY: all run test bench clean deps test-deps check-sanitize sanitize-build test-kernels docs \
+	workloads
 
 all: $(OUT)/loopwatch
 
@@ -118,6 +119,9 @@ $(OUT)/workloads/%: tests/workloads/%.c tests/workloads/*.h | $(OUT)/.test-deps
 
 run: $(OUT)/loopwatch
 	$(OUT)/loopwatch
+
+# the C workloads of the tests, some of which docs/ runs: $(OUT)/workloads/*
+workloads: $(WORKLOADS)
 
 # LOAD=N: N CPU hogs run beside the tests (a loaded host, as CI machines are)
 LOAD ?= 0

@@ -5,23 +5,11 @@ they print must name the demo servers' culprits (tools/demo: their functions at 
 lines) -- the README's promise that following it finds both."""
 import os
 import re
-import subprocess
-import tempfile
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+import mdexamples
+
+REPO = mdexamples.REPO
 README = os.path.join(REPO, "README.md")
-
-
-def console_lines(text):
-    """The `$ ` commands of the ```console blocks, in order."""
-    out, inside = [], False
-    for line in text.splitlines():
-        if line.startswith("```"):
-            inside = line.strip() == "```console" if not inside else False
-            continue
-        if inside and line.startswith("$ "):
-            out.append(line[2:])
-    return out
 
 
 def demo_line(path, func):
@@ -35,22 +23,10 @@ def demo_line(path, func):
 
 def test_readme_examples_run_verbatim_and_find_both_demos(ctx):
     with open(README) as f:
-        cmds = console_lines(f.read())
+        cmds = mdexamples.commands(f.read())
     assert len(cmds) >= 6, cmds
-    script = tempfile.NamedTemporaryFile("w", suffix=".sh", delete=False)
-    # each command echoed before it runs, so a failure says which one
-    script.write("set -e\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n")
-    for c in cmds:
-        script.write("echo %s\n%s\n" % (subprocess.list2cmdline(["+++ " + c])
-                                         .replace("$", "\\$").replace("`", "\\`"), c))
-    script.close()
-    try:
-        r = subprocess.run(["bash", script.name], cwd=REPO, stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, text=True, timeout=600)
-    finally:
-        os.unlink(script.name)
-    assert r.returncode == 0, r.stdout[-4000:]
-    out = r.stdout
+    rc, _, out = mdexamples.run(cmds, ctx.build, timeout=600)
+    assert rc == 0, out[-4000:]
     py = os.path.join(REPO, "tools", "demo", "slow_asyncio.py")
     js = os.path.join(REPO, "tools", "demo", "slow_node.js")
     for path, func in ((py, "render_report"), (py, "legacy_lookup"), (js, "hashPassword"),
