@@ -3,8 +3,8 @@
 # Idempotent: installs only what is missing. Usage: tools/deps.sh [build|test|bench|kernels]
 set -euo pipefail
 
-build_pkgs=(clang make gcc bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev libncurses-dev
-	libiberty-dev)
+build_pkgs=(clang make gcc bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev liblzma-dev
+	libncurses-dev libiberty-dev)
 # runtimes and libraries the end-to-end tests trace
 test_pkgs=(python3 python3-tornado python3-aiohttp python3-uvloop python3-ujson nodejs prometheus
 	prometheus-node-exporter libjson-c-dev libjansson-dev libcjson-dev

@@ -103,6 +103,20 @@ def test_c_chain_from_a_separate_debug_file(ctx):
     check_chains("chainwork_split", truth, lines)
 
 
+def test_c_chain_from_minidebuginfo(ctx):
+    """Stripped as Fedora strips: .dynsym (main and the libc it calls) and .gnu_debugdata, an
+    xz'd ELF whose .symtab holds the static functions of the chain, the stalls' culprits."""
+    binary = ctx.workload("chainwork_minidebug")
+    sections = subprocess.run(["readelf", "-SW", binary], capture_output=True, text=True,
+                              check=True).stdout
+    dynsym = subprocess.run(["nm", "-D", "--defined-only", binary], capture_output=True,
+                            text=True, check=True).stdout
+    assert ".gnu_debugdata" in sections and " .symtab " not in sections, sections
+    assert " main" in dynsym and not any(f in dynsym for f in CPU_CHAIN[:-1] + IO_CHAIN[:-1])
+    truth, lines = run_chainwork(ctx, binary)
+    check_chains("chainwork_minidebug", truth, lines)
+
+
 def test_c_binary_deleted_after_start(ctx):
     """Upgraded or removed while running: the file is reached through map_files."""
     d = tempfile.mkdtemp(prefix="loopwatch-deleted-")
