@@ -9,6 +9,7 @@ build_pkgs=(clang make gcc bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev li
 test_pkgs=(python3 python3-tornado python3-aiohttp python3-uvloop python3-ujson nodejs prometheus
 	prometheus-node-exporter libjson-c-dev libjansson-dev libcjson-dev
 	python3.11-dbg strace debootstrap tmux python3-requests curl golang-go protobuf-compiler
+	python3-protobuf
 	dpkg-dev lintian)
 
 # the services and load generators make bench runs (tools/bench/cost.py, contended.py)
