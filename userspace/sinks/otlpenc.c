@@ -207,7 +207,7 @@ size_t otlp_enc__packed_begin(struct otlp_enc *e, unsigned int field, const char
 		return pbuf__begin(&e->b, field);
 	json__key(e, name, false);
 	fputc('[', e->f);
-	e->lv[e->depth].any = false;
+	e->packed_any = false;
 	return 0;
 }
 
@@ -217,8 +217,8 @@ void otlp_enc__packed_uint64(struct otlp_enc *e, uint64_t v)
 		pbuf__varint(&e->b, v);
 		return;
 	}
-	fprintf(e->f, "%s\"%" PRIu64 "\"", e->lv[e->depth].any ? "," : "", v);
-	e->lv[e->depth].any = true;
+	fprintf(e->f, "%s\"%" PRIu64 "\"", e->packed_any ? "," : "", v);
+	e->packed_any = true;
 }
 
 void otlp_enc__packed_end(struct otlp_enc *e, size_t mark)
@@ -228,8 +228,6 @@ void otlp_enc__packed_end(struct otlp_enc *e, size_t mark)
 		return;
 	}
 	fputc(']', e->f);
-	/* the array was a member of this level */
-	e->lv[e->depth].any = true;
 }
 
 int otlp_enc__finish(struct otlp_enc *e, void **buf, size_t *len)

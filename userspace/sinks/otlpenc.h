@@ -28,6 +28,7 @@ struct otlp_enc {
 	char *jbuf;
 	size_t jlen;
 	bool oom;
+	bool packed_any;	/* an element of the open packed array written */
 	int depth;
 	struct {
 		const char *array;	/* the repeated field whose array is open, or NULL */
