@@ -110,7 +110,8 @@ $(OUT)/workloads/chainwork_split: tests/workloads/chainwork.c tests/workloads/*.
 # -rdynamic fills with the rest), their symbols only in .gnu_debugdata (MiniDebugInfo: an
 # xz'd ELF of the function symbols .dynsym lacks, made the way find-debuginfo makes it);
 # the section's bytes kept beside it, fuzz_minidebug's seed
-$(OUT)/workloads/chainwork_minidebug: tests/workloads/chainwork.c tests/workloads/*.h | $(OUT)/.test-deps
+$(OUT)/workloads/chainwork_minidebug: tests/workloads/chainwork.c tests/workloads/*.h | \
+		$(OUT)/.test-deps
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 -g -O2 -fomit-frame-pointer -rdynamic \
 		-DCHAIN='static __attribute__((noipa))' -Wall -Wextra -Werror -Itests/workloads $< \
@@ -162,8 +163,9 @@ SAN_HOSTILE := test_hostile.test_a_ test_hostile.test_alert test_hostile.test_co
 # unit.test_prom is left out: its bounds (16k series expired within 1 s) are for an
 # optimized build, and it takes 100 s under ASan
 SAN_E2E := unit.test_advice unit.test_arrival unit.test_attribution unit.test_cfi \
-	unit.test_demangle unit.test_elfsym unit.test_fleet unit.test_hist unit.test_model \
-	unit.test_perfmap unit.test_procstat unit.test_python unit.test_symbolize unit.test_text \
+	unit.test_demangle unit.test_elfsym unit.test_fleet unit.test_hist unit.test_minidebug \
+	unit.test_model unit.test_otlpenc unit.test_perfmap unit.test_procstat unit.test_python \
+	unit.test_symbolize unit.test_text \
 	$(SAN_HOSTILE) test_loop.test_percentiles test_loop.test_dropped \
 	test_stalls.test_no_stall test_python.test_asyncio test_probes.test_pyenv_311
 sanitize-build: $(OUT)/loopwatch $(UNIT_TESTS) $(WORKLOADS) $(FUZZERS)
