@@ -11,7 +11,7 @@ CFLAGS ?= -O2 -g
 # SAN: sanitizer flags for userspace (make check-sanitize sets them)
 CFLAGS += -std=gnu11 -Wall -Wextra -Werror -I$(OUT) -Ibpf -Iuserspace $(SAN)
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(OUT) -Ibpf -Wall -Werror
-LDLIBS := -lbpf -ldw -lelf -lz -lncursesw -liberty
+LDLIBS := -lbpf -ldw -lelf -lz -llzma -lncursesw -liberty
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
@@ -23,7 +23,7 @@ USER_HDRS := $(wildcard userspace/*.h userspace/*/*.h)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(wildcard tests/unit/*.c))
 FUZZERS := $(patsubst tests/fuzz/%.c,$(OUT)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 WORKLOADS := $(patsubst tests/workloads/%.c,$(OUT)/workloads/%,$(wildcard tests/workloads/*.c)) \
-	$(OUT)/workloads/chainwork_split
+	$(OUT)/workloads/chainwork_split $(OUT)/workloads/chainwork_minidebug
 
 .PHONY: all run test bench clean deps test-deps check-sanitize sanitize-build test-kernels docs \
 	workloads
@@ -107,6 +107,29 @@ $(OUT)/workloads/chainwork_split: tests/workloads/chainwork.c tests/workloads/*.
 	objcopy --strip-all --add-gnu-debuglink=$@.debug $@.full $@
 	rm -f $@.full
 
+# chainwork as Fedora ships binaries: stripped, its chain static (not in .dynsym, which
+# -rdynamic fills with the rest), their symbols only in .gnu_debugdata (MiniDebugInfo: an
+# xz'd ELF of the function symbols .dynsym lacks, made the way find-debuginfo makes it);
+# the section's bytes kept beside it, fuzz_minidebug's seed
+$(OUT)/workloads/chainwork_minidebug: tests/workloads/chainwork.c tests/workloads/*.h | \
+		$(OUT)/.test-deps
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -g -O2 -fomit-frame-pointer -rdynamic \
+		-DCHAIN='static __attribute__((noipa))' -Wall -Wextra -Werror -Itests/workloads $< \
+		-o $@.full -lpthread
+	nm -D --defined-only --format=posix $@.full | awk '{ print $$1 }' | sort > $@.dynsyms
+	nm --defined-only --format=posix $@.full | awk '$$2 ~ /^[Tt]$$/ { print $$1 }' | \
+		sort > $@.funcsyms
+	comm -13 $@.dynsyms $@.funcsyms > $@.keep
+	objcopy --only-keep-debug $@.full $@.mini
+	objcopy -S --remove-section .gdb_index --remove-section .comment \
+		--keep-symbols=$@.keep $@.mini $@.mini.elf
+	xz -f $@.mini.elf
+	strip --strip-all -R .comment -o $@ $@.full
+	objcopy --add-section .gnu_debugdata=$@.mini.elf.xz $@
+	mv $@.mini.elf.xz $@.gnu_debugdata
+	rm -f $@.full $@.dynsyms $@.funcsyms $@.keep $@.mini
+
 # a shared object of every catalog function's name (the probe-storm test maps copies)
 $(OUT)/workloads/catalog_so: tests/workloads/catalog_so.c | $(OUT)/.test-deps
 	@mkdir -p $(@D)
@@ -144,8 +167,9 @@ SAN_HOSTILE := test_hostile.test_a_ test_hostile.test_alert test_hostile.test_co
 # unit.test_prom is left out: its bounds (16k series expired within 1 s) are for an
 # optimized build, and it takes 100 s under ASan
 SAN_E2E := unit.test_advice unit.test_arrival unit.test_attribution unit.test_cfi \
-	unit.test_demangle unit.test_elfsym unit.test_fleet unit.test_hist unit.test_model \
-	unit.test_perfmap unit.test_procstat unit.test_python unit.test_symbolize unit.test_text \
+	unit.test_demangle unit.test_elfsym unit.test_fleet unit.test_hist unit.test_minidebug \
+	unit.test_model unit.test_otlpenc unit.test_perfmap unit.test_procstat unit.test_python \
+	unit.test_symbolize unit.test_text \
 	$(SAN_HOSTILE) test_loop.test_percentiles test_loop.test_dropped \
 	test_stalls.test_no_stall test_python.test_asyncio test_probes.test_pyenv_311
 sanitize-build: $(OUT)/loopwatch $(UNIT_TESTS) $(WORKLOADS) $(FUZZERS)

@@ -45,6 +45,8 @@ FUZZ_SEEDS = {
     "fuzz_maps": ["/proc/self/maps", "/proc/1/maps"],
     "fuzz_procstat": ["/proc/self/stat", "/proc/1/stat"],
     "fuzz_elf": ["{build}/workloads/stallwork", "/usr/lib/x86_64-linux-gnu/libz.so.1"],
+    "fuzz_minidebug": ["{build}/workloads/chainwork_minidebug.gnu_debugdata",
+                       "{build}/workloads/stallwork"],
     "fuzz_promproto": [os.path.join(HERE, "fuzz", "seeds", "metrics.prom")],
 }
 

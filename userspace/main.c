@@ -218,6 +218,7 @@ static void config__from_options(struct sink_config *cfg, const struct options *
 	cfg->otlp = opts->otlp;
 	cfg->otlp_interval_s = opts->otlp_interval_s;
 	cfg->otlp_queue_bytes = (size_t)opts->otlp_queue_kb * 1024;
+	cfg->otlp_json = opts->otlp_json;
 	cfg->prom_native = opts->prom_native;
 	cfg->threshold_ms = opts->threshold_ms;
 	cfg->listen = opts->listen;

@@ -142,6 +142,11 @@ const struct opt_doc opt_docs[] = {
 	{ NULL, OPT_OTLP_QUEUE, "otlp-queue", 0, "KB",
 	  "requests kept while the receiver is down or slow, the oldest dropped (and counted) "
 	  "past it (default 8192)", NULL },
+	{ NULL, OPT_OTLP_ENCODING, "otlp-encoding", 0, "ENCODING",
+	  "protobuf (the default) or json: OTLP/HTTP's two encodings of the same requests",
+	  "json sends Content-Type application/json, written by OTLP's JSON Protobuf Encoding "
+	  "(lowerCamelCase field names, 64-bit integers as decimal strings, enums as "
+	  "integers), for receivers or proxies that take only JSON." },
 
 	{ "ALERTS", OPT_ALERT_MS, "alert-ms", 0, "MS",
 	  "a stall over MS on a watched loop is an alert (default 10), and an interval whose "

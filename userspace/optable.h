@@ -51,6 +51,7 @@ enum {
 	OPT_OTLP_INTERVAL,
 	OPT_OTLP_QUEUE,
 	OPT_PROM_NATIVE,
+	OPT_OTLP_ENCODING,
 };
 
 struct opt_doc {

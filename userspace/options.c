@@ -438,6 +438,11 @@ static void option__apply(struct options *opts, int key, char *arg)
 		if (!opts->otlp_queue_kb)
 			usage__fail("%s must be at least 1", "--otlp-queue");
 		break;
+	case OPT_OTLP_ENCODING:
+		if (strcmp(arg, "json") && strcmp(arg, "protobuf"))
+			usage__fail("--otlp-encoding %s: json or protobuf", arg);
+		opts->otlp_json = !strcmp(arg, "json");
+		break;
 	case OPT_UNWIND_MB:
 		opts->unwind_mb = mb__parse(arg, "--unwind-mb", 0, 4096);
 		break;

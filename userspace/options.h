@@ -76,6 +76,7 @@ struct options {
 	const char *otlp;	/* OTLP/HTTP receiver: http://HOST[:PORT][/PREFIX] */
 	double otlp_interval_s;	/* metrics pushed every this long (default 10) */
 	int otlp_queue_kb;	/* encoded requests waiting to be sent, at most */
+	bool otlp_json;		/* --otlp-encoding json: OTLP/HTTP JSON, not protobuf */
 	bool prom_native;	/* native histograms in the protobuf exposition */
 };
 

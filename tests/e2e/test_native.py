@@ -3,6 +3,7 @@ pointers, calling glibc's write and fsync), its CFI and symbols in a separate de
 binary deleted after start, JIT code named by a perf map among garbage, Debian's python3.
 Every stall is matched to the workload's own record of what it injected."""
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -101,6 +102,53 @@ def test_c_chain_from_a_separate_debug_file(ctx):
     it, found through .gnu_debuglink and its CRC."""
     truth, lines = run_chainwork(ctx, ctx.workload("chainwork_split"))
     check_chains("chainwork_split", truth, lines)
+
+
+def test_c_chain_from_minidebuginfo(ctx):
+    """Stripped as Fedora strips: .dynsym (main and the libc it calls) and .gnu_debugdata, an
+    xz'd ELF whose .symtab holds the static functions of the chain, the stalls' culprits."""
+    binary = ctx.workload("chainwork_minidebug")
+    sections = subprocess.run(["readelf", "-SW", binary], capture_output=True, text=True,
+                              check=True).stdout
+    dynsym = subprocess.run(["nm", "-D", "--defined-only", binary], capture_output=True,
+                            text=True, check=True).stdout
+    assert ".gnu_debugdata" in sections and " .symtab " not in sections, sections
+    assert " main" in dynsym and not any(f in dynsym for f in CPU_CHAIN[:-1] + IO_CHAIN[:-1])
+    truth, lines = run_chainwork(ctx, binary)
+    check_chains("chainwork_minidebug", truth, lines)
+
+
+def test_c_chain_stripped_bare_is_one_marker_frame(ctx):
+    """Stripped bare (no .symtab, no debug file, no MiniDebugInfo): the chain's five
+    unnamed frames of the binary come out as one marker frame that says how many they
+    were and whose they are, never as a run of [unknown]s (_start, below libc's frames,
+    stays one [unknown])."""
+    d = tempfile.mkdtemp(prefix="loopwatch-stripped-")
+    try:
+        binary = os.path.join(d, "chainwork_bare")
+        subprocess.run(["strip", "--strip-all", "-o", binary, ctx.workload("chainwork")],
+                       check=True)
+        truth, lines = run_chainwork(ctx, binary)
+    finally:
+        shutil.rmtree(d)
+    stacks = [st["frames"] for s in of_type(lines, "stall", pid=truth["pid"])
+              for st in s["stacks"] if st["cause"] == "cpu"]
+    assert stacks
+    markers = 0
+    for frames in stacks:
+        mine = [f for f in frames if f.get("module") == "chainwork_bare"]
+        for a, b in zip(frames, frames[1:]):
+            assert not (a["func"] == b["func"] == "[unknown]" and
+                        a.get("module") == b.get("module")), frames
+        # the leaf may lie in libc or the vDSO (now_ns); _start, under libc's frames, is
+        # a frame of the binary's own
+        assert mine and all(f["func"] in ("[unknown]",) or f["func"].endswith(
+            " unknown frames]") for f in mine), [(f["func"], f.get("module")) for f in frames]
+        m = re.match(r"^\[(\d+) unknown frames\]$", mine[0]["func"])
+        # the chain and main: 5 (checksum_block or flush_journal at the leaf ... main)
+        markers += bool(m and int(m.group(1)) == 5)
+    assert markers >= 0.9 * len(stacks), "%d of %d stacks: %s" % (
+        markers, len(stacks), [[f["func"] for f in fr] for fr in stacks[:3]])
 
 
 def test_c_binary_deleted_after_start(ctx):

@@ -1,9 +1,12 @@
 """Where users' telemetry already lives: --pprof read by Debian's `go tool pprof`, held
 against the folded stacks of the same run; --otlp pushed into Debian testing's
-Prometheus 3 (its OTLP receiver), and a receiver that fails, hangs or is absent."""
+Prometheus 3 (its OTLP receiver), its JSON encoding held against the protobuf one, and a
+receiver that fails, hangs or is absent."""
 import os
 import re
+import shutil
 import subprocess
+import tempfile
 
 from lwtest import PrometheusServer, load_truth, run_traced, tmpfile
 from test_outputs import CULPRITS, parse_folded
@@ -196,6 +199,7 @@ class Receiver:
         self.port = None
         self.mode = "ok"
         self.bodies = []        # (path, body, time) of accepted requests
+        self.types = {}         # path -> the Content-Types its requests came with
         self.seen = []          # (path, mode, time) of every request read
         self.sock = None
         self.lock = threading.Lock()
@@ -240,6 +244,8 @@ class Receiver:
             k, v = h.split(":", 1)
             if k.lower() == "content-length":
                 length = int(v)
+            if k.lower() == "content-type":
+                self.types.setdefault(lines[0].split()[1], set()).add(v.strip())
         while len(body) < length:
             chunk = conn.recv(65536)
             if not chunk:
@@ -380,6 +386,167 @@ def test_otlp_metrics_give_the_workloads_own_percentiles_and_name_the_process(ct
     durations = sorted(attrs(r["attributes"])["loopwatch.duration_ms"] for r in stall_records)
     assert durations == sorted(round(s["duration_ms"], 3) for s in stalls) or all(
         abs(a - b) < 0.01 for a, b in zip(durations, sorted(s["duration_ms"] for s in stalls)))
+
+
+# OTLP/JSON: the fields whose protobuf type is 64-bit (decimal strings in JSON) and enums
+JSON_INT64 = {"timeUnixNano", "startTimeUnixNano", "observedTimeUnixNano", "count", "zeroCount",
+              "asInt", "intValue"}
+JSON_ENUMS = {"aggregationTemporality", "severityNumber"}
+# Debian's python3-protobuf (/usr/bin/python3's): the reference parser of proto3's JSON
+JSON_TO_PROTO = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from google.protobuf import json_format
+if sys.argv[2] == "metrics":
+    from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2 as m
+    msg = m.ExportMetricsServiceRequest()
+else:
+    from opentelemetry.proto.collector.logs.v1 import logs_service_pb2 as m
+    msg = m.ExportLogsServiceRequest()
+json_format.Parse(sys.stdin.buffer.read(), msg)
+sys.stdout.buffer.write(msg.SerializeToString())
+"""
+OTLP_PROTOS = ["common/v1/common", "resource/v1/resource", "metrics/v1/metrics", "logs/v1/logs",
+               "collector/metrics/v1/metrics_service", "collector/logs/v1/logs_service"]
+
+
+def json_conventions(node, path=""):
+    """Where a JSON body breaks OTLP's JSON encoding: a key not lowerCamelCase, a 64-bit
+    integer not a decimal string, an enum not an integer."""
+    bad = []
+    if isinstance(node, list):
+        for i, v in enumerate(node):
+            bad += json_conventions(v, "%s[%d]" % (path, i))
+    elif isinstance(node, dict):
+        for k, v in node.items():
+            where = path + "." + k
+            if not re.match(r"^[a-z][a-zA-Z]*$", k):
+                bad.append(where + ": not lowerCamelCase")
+            if k in JSON_INT64 and not (isinstance(v, str) and re.match(r"^-?[0-9]+$", v)):
+                bad.append("%s: %r, not a decimal string" % (where, v))
+            if k == "bucketCounts" and not all(isinstance(c, str) and c.isdigit() for c in v):
+                bad.append(where + ": counts not decimal strings")
+            if k in JSON_ENUMS and not isinstance(v, int):
+                bad.append("%s: %r, not an integer" % (where, v))
+            bad += json_conventions(v, where)
+    return bad
+
+
+def json_decode(root, gen, kind, body):
+    """A JSON body through the reference parser into the schema's message, then protoc
+    --decode as the protobuf bodies are: the same nested dict, or an AssertionError."""
+    r = subprocess.run(["/usr/bin/python3", "-c", JSON_TO_PROTO, gen, kind], input=body,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    assert r.returncode == 0, "OTLP JSON refused by protobuf's parser: %s" % r.stderr.decode()
+    return otlp_decode(root, kind, r.stdout)
+
+
+def without_times(node):
+    """A decoded message without what two exporters of one run cannot share: timestamps."""
+    if isinstance(node, list):
+        return [without_times(v) for v in node]
+    if isinstance(node, dict):
+        return {k: without_times(v) for k, v in node.items()
+                if k not in ("time_unix_nano", "start_time_unix_nano", "observed_time_unix_nano")}
+    return node
+
+
+def test_otlp_json_encodes_the_same_requests_as_protobuf(ctx):
+    """--otlp-encoding json beside the default protobuf, two loopwatches on one workload
+    from its first iteration: every JSON body is application/json, follows OTLP's JSON
+    encoding and parses with protobuf's own JSON parser into the official schema; the
+    last (cumulative) metrics and the stall records hold what the protobuf run's hold."""
+    import json
+    from lwtest import Loopwatch, Workload, in_range, iteration_bounds, of_type
+    root = forky_root()
+    gen = tempfile.mkdtemp(prefix="loopwatch-otlp-py-")
+    rx = Receiver()
+    out = tmpfile()
+    inc = os.path.join(root, "usr", "include")
+    subprocess.run(["protoc", "-I", inc, "--python_out=" + gen] +
+                   ["opentelemetry/proto/%s.proto" % p for p in OTLP_PROTOS], check=True)
+    w = Workload([ctx.workload("loopwork"), out, "mixed", "1500", "--go"])
+    common = ("-p", w.pid, "-d", 60, "--otlp-interval", "1")
+    pb = Loopwatch(ctx, *common, "--otlp", "http://127.0.0.1:%d/pb" % rx.port)
+    js = Loopwatch(ctx, *common, "--otlp", "http://127.0.0.1:%d/js" % rx.port,
+                   "--otlp-encoding", "json")
+    try:
+        pb.start()
+        js.start()
+        w.go()
+        w.wait()
+        pb_lines, js_lines = pb.stop(), js.stop()
+    finally:
+        w.kill()
+        pb.kill()
+        js.kill()
+        rx.stop()
+        truth = load_truth(out) if os.path.exists(out) else None
+    assert rx.types.get("/js/v1/metrics") == {"application/json"}, rx.types
+    assert rx.types.get("/pb/v1/metrics") == {"application/x-protobuf"}, rx.types
+    decoded = {"pb": {"metrics": [], "logs": []}, "js": {"metrics": [], "logs": []}}
+    for path, body, _ in rx.bodies:
+        enc, kind = path.split("/")[1], path.split("/")[-1]
+        if enc == "js":
+            bad = json_conventions(json.loads(body))
+            assert not bad, bad[:5]
+            decoded[enc][kind].append(json_decode(root, gen, kind, body))
+        else:
+            decoded[enc][kind].append(otlp_decode(root, kind, body))
+    shutil.rmtree(gen)
+
+    def mine(msg):
+        return [rm for rm in msg["resource_metrics"]
+                if attrs(rm["resource"][0]["attributes"]).get("process.pid") == w.pid]
+    last = {enc: mine(decoded[enc]["metrics"][-1]) for enc in ("pb", "js")}
+    assert len(last["pb"]) == len(last["js"]) == 1, last
+    pb_rm, js_rm = last["pb"][0], last["js"][0]
+    # the same resource, scope, metrics and units, field for field
+    assert js_rm["resource"] == pb_rm["resource"], (js_rm["resource"], pb_rm["resource"])
+    pb_metrics = pb_rm["scope_metrics"][0]["metrics"]
+    js_metrics = js_rm["scope_metrics"][0]["metrics"]
+    assert [(m["name"], m["unit"], m["description"]) for m in js_metrics] == \
+        [(m["name"], m["unit"], m["description"]) for m in pb_metrics]
+    # the values: each exporter's own BPF programs timed the same iterations
+    lo, hi = iteration_bounds(truth["threads"][0])
+    for jm, pm in zip(js_metrics, pb_metrics):
+        if "exponential_histogram" in jm:
+            jd = jm["exponential_histogram"][0]["data_points"][0]
+            pd = pm["exponential_histogram"][0]["data_points"][0]
+            assert set(jd) == set(pd), (set(jd), set(pd))
+            assert jd["scale"] == pd["scale"] and jd["count"] == pd["count"], (jd, pd)
+            assert abs(jd["count"][0] - len(lo)) <= 0.01 * len(lo)
+            for q in (0.5, 0.9, 0.99):
+                assert in_range(exp_quantile(q, jd), exp_quantile(q, pd),
+                                exp_quantile(q, pd), rel=0.03, abs_=5e-6), q
+            continue
+        js_sum, pb_sum = without_times(jm["sum"]), without_times(pm["sum"])
+        for k in ("as_int", "as_double"):
+            if k in pb_sum[0]["data_points"][0]:
+                jv = js_sum[0]["data_points"][0].pop(k)[0]
+                pv = pb_sum[0]["data_points"][0].pop(k)[0]
+                assert in_range(jv, pv, pv, rel=0.01, abs_=0.001), (jm["name"], jv, pv)
+        assert js_sum == pb_sum, (jm["name"], js_sum, pb_sum)
+    # every stall a log record in both, with the same attributes but the timed ones
+    records = {}
+    for enc in ("pb", "js"):
+        records[enc] = [r for msg in decoded[enc]["logs"] for rl in msg["resource_logs"]
+                        if attrs(rl["resource"][0]["attributes"]).get("process.pid") == w.pid
+                        for sl in rl["scope_logs"] for r in sl["log_records"]]
+    stalls = {"pb": of_type(pb_lines, "stall", pid=w.pid), "js": of_type(js_lines, "stall",
+                                                                        pid=w.pid)}
+    assert stalls["pb"] and len(records["js"]) == len(stalls["js"]) and \
+        len(records["pb"]) == len(stalls["pb"]), ({k: len(v) for k, v in records.items()},
+                                                  {k: len(v) for k, v in stalls.items()})
+    js_r, pb_r = records["js"][0], records["pb"][0]
+    assert set(js_r) == set(pb_r) and js_r["severity_number"] == pb_r["severity_number"] and \
+        set(attrs(js_r["attributes"])) == set(attrs(pb_r["attributes"])), (js_r, pb_r)
+    size = {enc: [len(b) for p, b, _ in rx.bodies if p == "/%s/v1/metrics" % enc][-1]
+            for enc in ("pb", "js")}
+    print("OTLP JSON: %d metrics bodies, %d log bodies, %d stall records (protobuf: %d); "
+          "last metrics request %d bytes (protobuf %d)" % (
+              len(decoded["js"]["metrics"]), len(decoded["js"]["logs"]), len(records["js"]),
+              len(records["pb"]), size["js"], size["pb"]))
 
 
 def rss_kb(pid):
@@ -579,6 +746,7 @@ def test_bad_telemetry_flags_are_one_line_and_status_2(ctx):
              (["--otlp", "http://collector:4318/v1?x=1"], "--otlp"),
              (["--otlp", "http://127.0.0.1:4318", "--otlp-queue", "0"], "--otlp-queue"),
              (["--otlp", "http://127.0.0.1:4318", "--otlp-interval", "0"], "--otlp-interval"),
+             (["--otlp", "http://127.0.0.1:4318", "--otlp-encoding", "xml"], "--otlp-encoding"),
              (["--prom-native"], "--prom-native"),
              (["--pprof", "/tmp/"], "--pprof")]
     for args, flag in cases:
@@ -587,5 +755,6 @@ def test_bad_telemetry_flags_are_one_line_and_status_2(ctx):
         lines = r.stderr.strip().splitlines()
         assert r.returncode == 2 and len(lines) == 1 and flag in lines[0], (args, r.stderr)
     r = subprocess.run([ctx.loopwatch, "--help"], stdout=subprocess.PIPE, text=True, timeout=30)
-    for flag in ("--pprof", "--otlp", "--otlp-interval", "--otlp-queue", "--prom-native"):
+    for flag in ("--pprof", "--otlp", "--otlp-interval", "--otlp-queue", "--otlp-encoding",
+                 "--prom-native"):
         assert flag + " " in r.stdout, "--help lacks " + flag

@@ -24,7 +24,10 @@
 #include "groundtruth.h"
 
 #define MAX_RECORDS 4096
+/* chainwork_minidebug makes them static */
+#ifndef CHAIN
 #define CHAIN __attribute__((noipa))
+#endif
 
 static struct iter_record records[MAX_RECORDS];
 static int nrecords;

@@ -46,6 +46,7 @@ int elf__open_fd(struct elf_handle *h, int fd)
 {
 	h->fd = -1;
 	h->elf = NULL;
+	h->image = NULL;
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -EINVAL;
 	return elf__begin(h, elf_begin(fd, ELF_C_READ_MMAP, NULL));
@@ -76,9 +77,67 @@ int elf__open_mem(struct elf_handle *h, void *image, size_t len)
 {
 	h->fd = -1;
 	h->elf = NULL;
+	h->image = NULL;
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -EINVAL;
 	return elf__begin(h, elf_memory(image, len));
+}
+
+/* A free slot of the inflating table for claims more bytes, or -E2BIG (said once). */
+static int inflating__slot(uint64_t claims)
+{
+	int free_slot = -1;
+
+	for (int i = 0; i < ELF_MAX_INFLATING && free_slot < 0; i++) {
+		if (!inflating[i].elf)
+			free_slot = i;
+	}
+	if (claims > ELF_MAX_INFLATED_FILE || claims > ELF_MAX_INFLATED_TOTAL - inflated_total ||
+	    free_slot < 0) {
+		if (!inflate_refused++)
+			fprintf(stderr, "loopwatch: a traced file's compressed sections claim %llu "
+				"MiB, over the budget (%llu MiB a file, %llu MiB at once): left "
+				"compressed, that file's CFI or names may be missing; said once\n",
+				(unsigned long long)(claims >> 20),
+				ELF_MAX_INFLATED_FILE >> 20, ELF_MAX_INFLATED_TOTAL >> 20);
+		return -E2BIG;
+	}
+	return free_slot;
+}
+
+static void inflating__hold(int slot, Elf *elf, uint64_t bytes)
+{
+	inflating[slot].elf = elf;
+	inflating[slot].bytes = bytes;
+	inflated_total += bytes;
+}
+
+int elf__inflate_admit(uint64_t claims)
+{
+	int slot = inflating__slot(claims);
+
+	return slot < 0 ? slot : 0;
+}
+
+int elf__open_image(struct elf_handle *h, void *image, size_t len)
+{
+	int slot = inflating__slot(len), err;
+
+	h->fd = -1;
+	h->elf = NULL;
+	h->image = NULL;
+	if (slot < 0) {
+		free(image);
+		return slot;
+	}
+	err = elf__open_mem(h, image, len);
+	if (err) {
+		free(image);
+		return err;
+	}
+	h->image = image;
+	inflating__hold(slot, h->elf, len);
+	return 0;
 }
 
 unsigned long elf__inflate_refused(void)
@@ -106,7 +165,9 @@ void elf__close(struct elf_handle *h)
 	}
 	if (h->fd >= 0)
 		close(h->fd);
+	free(h->image);
 	h->elf = NULL;
+	h->image = NULL;
 	h->fd = -1;
 }
 
@@ -415,28 +476,17 @@ static uint64_t elf__inflate_claims(const struct elf_handle *h)
 int elf__inflate_reserve(const struct elf_handle *h)
 {
 	uint64_t claims;
-	int free_slot = -1;
+	int slot;
 
 	for (int i = 0; i < ELF_MAX_INFLATING; i++) {
 		if (inflating[i].elf == h->elf)
 			return 0;
-		if (!inflating[i].elf && free_slot < 0)
-			free_slot = i;
 	}
 	claims = elf__inflate_claims(h);
-	if (claims > ELF_MAX_INFLATED_FILE || claims > ELF_MAX_INFLATED_TOTAL - inflated_total ||
-	    free_slot < 0) {
-		if (!inflate_refused++)
-			fprintf(stderr, "loopwatch: a traced file's compressed sections claim %llu "
-				"MiB, over the budget (%llu MiB a file, %llu MiB at once): left "
-				"compressed, that file's CFI or names may be missing; said once\n",
-				(unsigned long long)(claims >> 20),
-				ELF_MAX_INFLATED_FILE >> 20, ELF_MAX_INFLATED_TOTAL >> 20);
-		return -E2BIG;
-	}
-	inflating[free_slot].elf = h->elf;
-	inflating[free_slot].bytes = claims;
-	inflated_total += claims;
+	slot = inflating__slot(claims);
+	if (slot < 0)
+		return slot;
+	inflating__hold(slot, h->elf, claims);
 	return 0;
 }
 

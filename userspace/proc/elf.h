@@ -16,6 +16,7 @@
 struct elf_handle {
 	int fd;			/* -1 when opened on memory or a borrowed fd */
 	Elf *elf;
+	void *image;		/* malloc'ed image the handle owns (elf__open_image), or NULL */
 };
 
 /* 0, or -errno (-ENOEXEC: not ELF) */
@@ -24,6 +25,13 @@ int elf__open(struct elf_handle *h, const char *path);
 int elf__open_fd(struct elf_handle *h, int fd);
 /* on an image in memory (the vDSO), which must outlive the handle */
 int elf__open_mem(struct elf_handle *h, void *image, size_t len);
+/*
+ * On an image inflated outside libelf (.gnu_debugdata), malloc'ed: the
+ * handle owns it (freed by elf__close, also on failure) and its len is held
+ * against the inflation budget until then (the caller asked
+ * elf__inflate_admit before inflating). -E2BIG when the budget has no room.
+ */
+int elf__open_image(struct elf_handle *h, void *image, size_t len);
 void elf__close(struct elf_handle *h);
 
 struct elf_symbol {
@@ -104,6 +112,11 @@ int elf__section(const struct elf_handle *h, const char *name, struct elf_sectio
  * until elf__close. -E2BIG over it (said once on stderr, counted).
  */
 int elf__inflate_reserve(const struct elf_handle *h);
+/*
+ * Whether claims more bytes may be inflated now (elf__inflate_reserve's
+ * budget), without reserving them: -E2BIG over it (said once, counted).
+ */
+int elf__inflate_admit(uint64_t claims);
 /* How many files were refused inflation so far. */
 unsigned long elf__inflate_refused(void);
 /* The RELA relocations of every SHT_RELA section (malloc'ed); -errno. */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * --otlp URL: metrics and events as OTLP/HTTP protobuf, for an OpenTelemetry
+ * --otlp URL: metrics and events as OTLP/HTTP protobuf (or JSON:
+ * --otlp-encoding, written by otlpenc.c from the same calls), for an OpenTelemetry
  * Collector or any receiver of it (Prometheus 3's /api/v1/otlp). One
  * resource per traced process, named by OpenTelemetry's semantic
  * conventions (service.name, process.pid, process.executable.name,
@@ -24,9 +25,9 @@
 #include <unistd.h>
 #include "lib/clock.h"
 #include "lib/hist.h"
-#include "lib/pbuf.h"
 #include "lib/text.h"
 #include "model/attribution.h"
+#include "sinks/otlpenc.h"
 #include "sinks/otlpsend.h"
 #include "sinks/promreg.h"
 #include "sinks/sink.h"
@@ -98,6 +99,7 @@ struct otlp {
 	__u64 events_dropped;	/* the kernel's, at the last interval */
 	__u64 start_unix_ns;
 	int exp_index[LW_HIST_BUCKETS];	/* the kernel's bucket -> exp index (lib/hist.h) */
+	enum otlp_encoding encoding;
 	bool quiet;
 };
 
@@ -125,8 +127,9 @@ static int otlp__open(struct sink *s, const struct sink_config *cfg, char *err, 
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
+	o->encoding = cfg->otlp_json ? OTLP_ENC_JSON : OTLP_ENC_PROTOBUF;
 	o->sender = otlp_sender__new(cfg->otlp, cfg->otlp_queue_bytes ? cfg->otlp_queue_bytes :
-				      OTLP_QUEUE_BYTES, err, errlen);
+				      OTLP_QUEUE_BYTES, cfg->otlp_json, err, errlen);
 	if (!o->sender)
 		goto fail;
 	prom_options__from_config(&popts, cfg);
@@ -274,119 +277,119 @@ static void otlp__update(struct otlp *o, const struct model *m, double now)
 	o->events_dropped = m->events_dropped;
 }
 
-/* A string of a traced process's: a copy cut mid-sequence loses the cut sequence. */
-static void pbuf__text(struct pbuf *b, unsigned int field, const char *s)
-{
-	pbuf__bytes(b, field, s, utf8__valid_prefix(s));
-}
+/*
+ * Every message below is built once and written through otlpenc.h, which
+ * encodes it as protobuf or as JSON: each field by its number and JSON name.
+ */
 
-/* KeyValue with a string, an int or a double AnyValue */
-static void kv__str(struct pbuf *b, unsigned int field, const char *key, const char *value)
+/* KeyValue (a repeated "attributes") with a string, an int or a double AnyValue */
+static void kv__str(struct otlp_enc *e, unsigned int field, const char *key, const char *value)
 {
 	size_t kv, any;
 
 	if (!value[0])
 		return;
-	kv = pbuf__begin(b, field);
-	pbuf__string(b, 1, key);
-	any = pbuf__begin(b, 2);
-	pbuf__text(b, 1, value);
-	pbuf__end(b, any);
-	pbuf__end(b, kv);
+	kv = otlp_enc__begin(e, field, "attributes", true);
+	otlp_enc__string(e, 1, "key", key);
+	any = otlp_enc__begin(e, 2, "value", false);
+	otlp_enc__text(e, 1, "stringValue", value);
+	otlp_enc__end(e, any);
+	otlp_enc__end(e, kv);
 }
 
-static void kv__int(struct pbuf *b, unsigned int field, const char *key, __s64 value)
+static void kv__int(struct otlp_enc *e, unsigned int field, const char *key, __s64 value)
 {
-	size_t kv = pbuf__begin(b, field), any;
+	size_t kv = otlp_enc__begin(e, field, "attributes", true), any;
 
-	pbuf__string(b, 1, key);
-	any = pbuf__begin(b, 2);
-	pbuf__uint(b, 3, (__u64)value);
-	pbuf__end(b, any);
-	pbuf__end(b, kv);
+	otlp_enc__string(e, 1, "key", key);
+	any = otlp_enc__begin(e, 2, "value", false);
+	otlp_enc__int64(e, 3, "intValue", value);
+	otlp_enc__end(e, any);
+	otlp_enc__end(e, kv);
 }
 
-static void kv__double(struct pbuf *b, unsigned int field, const char *key, double value)
+static void kv__double(struct otlp_enc *e, unsigned int field, const char *key, double value)
 {
-	size_t kv = pbuf__begin(b, field), any;
+	size_t kv = otlp_enc__begin(e, field, "attributes", true), any;
 
-	pbuf__string(b, 1, key);
-	any = pbuf__begin(b, 2);
-	pbuf__double(b, 4, value);
-	pbuf__end(b, any);
-	pbuf__end(b, kv);
+	otlp_enc__string(e, 1, "key", key);
+	any = otlp_enc__begin(e, 2, "value", false);
+	otlp_enc__double(e, 4, "doubleValue", value);
+	otlp_enc__end(e, any);
+	otlp_enc__end(e, kv);
 }
 
 /* Resource (field 1 of ResourceMetrics and ResourceLogs): the semantic conventions' names */
-static void resource__put(struct pbuf *b, __u32 pid, const char *comm,
+static void resource__put(struct otlp_enc *e, __u32 pid, const char *comm,
 			  const struct otlp_proc *p)
 {
-	size_t mark = pbuf__begin(b, 1);
+	size_t mark = otlp_enc__begin(e, 1, "resource", false);
 
-	kv__str(b, 1, "service.name", p && p->service[0] ? p->service : comm);
-	kv__int(b, 1, "process.pid", pid);
-	kv__str(b, 1, "process.executable.name", comm);
+	kv__str(e, 1, "service.name", p && p->service[0] ? p->service : comm);
+	kv__int(e, 1, "process.pid", pid);
+	kv__str(e, 1, "process.executable.name", comm);
 	if (p) {
-		kv__str(b, 1, "process.executable.path", p->exe);
-		kv__str(b, 1, "container.id", p->cg.container_id);
-		kv__str(b, 1, "k8s.pod.uid", p->cg.pod_uid);
-		kv__str(b, 1, "k8s.pod.name", p->k8s.pod);
-		kv__str(b, 1, "k8s.namespace.name", p->k8s.ns);
-		kv__str(b, 1, "k8s.container.name", p->k8s.container);
+		kv__str(e, 1, "process.executable.path", p->exe);
+		kv__str(e, 1, "container.id", p->cg.container_id);
+		kv__str(e, 1, "k8s.pod.uid", p->cg.pod_uid);
+		kv__str(e, 1, "k8s.pod.name", p->k8s.pod);
+		kv__str(e, 1, "k8s.namespace.name", p->k8s.ns);
+		kv__str(e, 1, "k8s.container.name", p->k8s.container);
 		if (p->cg.kind == CGROUP_SYSTEMD)
-			kv__str(b, 1, "systemd.unit", p->cg.unit);
+			kv__str(e, 1, "systemd.unit", p->cg.unit);
 	}
-	pbuf__end(b, mark);
+	otlp_enc__end(e, mark);
 }
 
-static void scope__put(struct pbuf *b)
+static void scope__put(struct otlp_enc *e)
 {
-	size_t mark = pbuf__begin(b, 1);
+	size_t mark = otlp_enc__begin(e, 1, "scope", false);
 
-	pbuf__string(b, 1, "loopwatch");
-	pbuf__string(b, 2, LOOPWATCH_VERSION);
-	pbuf__end(b, mark);
+	otlp_enc__string(e, 1, "name", "loopwatch");
+	otlp_enc__string(e, 2, "version", LOOPWATCH_VERSION);
+	otlp_enc__end(e, mark);
 }
 
-static size_t metric__begin(struct pbuf *b, const char *name, const char *unit,
+static size_t metric__begin(struct otlp_enc *e, const char *name, const char *unit,
 			    const char *help)
 {
-	size_t mark = pbuf__begin(b, 2);	/* ScopeMetrics.metrics */
+	size_t mark = otlp_enc__begin(e, 2, "metrics", true);	/* ScopeMetrics.metrics */
 
-	pbuf__string(b, 1, name);
-	pbuf__string(b, 2, help);
-	pbuf__string(b, 3, unit);
+	otlp_enc__string(e, 1, "name", name);
+	otlp_enc__string(e, 2, "description", help);
+	otlp_enc__string(e, 3, "unit", unit);
 	return mark;
 }
 
 /* A cumulative monotonic Sum of one point, as_int or as_double. */
-static void metric__sum(struct pbuf *b, const char *name, const char *unit, const char *help,
+static void metric__sum(struct otlp_enc *e, const char *name, const char *unit, const char *help,
 			__u64 start_ns, __u64 now_ns, bool is_double, __u64 ivalue, double dvalue)
 {
-	size_t metric = metric__begin(b, name, unit, help), sum, point;
+	size_t metric = metric__begin(e, name, unit, help), sum, point;
 
-	sum = pbuf__begin(b, 7);
-	point = pbuf__begin(b, 1);
-	pbuf__fixed64(b, 2, start_ns);
-	pbuf__fixed64(b, 3, now_ns);
+	sum = otlp_enc__begin(e, 7, "sum", false);
+	point = otlp_enc__begin(e, 1, "dataPoints", true);
+	otlp_enc__fixed64(e, 2, "startTimeUnixNano", start_ns);
+	otlp_enc__fixed64(e, 3, "timeUnixNano", now_ns);
 	if (is_double)
-		pbuf__double(b, 4, dvalue);
+		otlp_enc__double(e, 4, "asDouble", dvalue);
 	else
-		pbuf__fixed64(b, 6, ivalue);	/* sfixed64 */
-	pbuf__end(b, point);
-	pbuf__uint(b, 2, 2);	/* AGGREGATION_TEMPORALITY_CUMULATIVE */
-	pbuf__uint(b, 3, 1);	/* is_monotonic */
-	pbuf__end(b, sum);
-	pbuf__end(b, metric);
+		otlp_enc__sfixed64(e, 6, "asInt", (__s64)ivalue);
+	otlp_enc__end(e, point);
+	otlp_enc__enum(e, 2, "aggregationTemporality", 2);	/* CUMULATIVE */
+	otlp_enc__bool(e, 3, "isMonotonic", true);
+	otlp_enc__end(e, sum);
+	otlp_enc__end(e, metric);
 }
 
-static void metric__lag(const struct otlp *o, struct pbuf *b, const struct otlp_proc *p,
+static void metric__lag(const struct otlp *o, struct otlp_enc *e, const struct otlp_proc *p,
 			__u64 now_ns)
 {
-	size_t metric = metric__begin(b, "loopwatch.loop.iteration.duration", "s",
+	size_t metric = metric__begin(e, "loopwatch.loop.iteration.duration", "s",
 				      "Loop iterations by how long each kept the loop busy "
 				      "(from a wait's return to the next wait).");
-	size_t hist = pbuf__begin(b, 10), point, buckets, packed;
+	size_t hist = otlp_enc__begin(e, 10, "exponentialHistogram", false), point, buckets;
+	size_t packed;
 	int first = -1, last = -1;
 	__u64 count = 0;
 
@@ -398,121 +401,126 @@ static void metric__lag(const struct otlp *o, struct pbuf *b, const struct otlp_
 			first = (int)k;
 		last = (int)k;
 	}
-	point = pbuf__begin(b, 1);
-	pbuf__fixed64(b, 2, p->start_unix_ns);
-	pbuf__fixed64(b, 3, now_ns);
-	pbuf__fixed64(b, 4, count);
-	pbuf__double(b, 5, (double)p->busy_ns / 1e9);
-	pbuf__sint(b, 6, HIST_EXP_SCALE);
-	pbuf__fixed64(b, 7, p->hist[0]);
+	point = otlp_enc__begin(e, 1, "dataPoints", true);
+	otlp_enc__fixed64(e, 2, "startTimeUnixNano", p->start_unix_ns);
+	otlp_enc__fixed64(e, 3, "timeUnixNano", now_ns);
+	otlp_enc__fixed64(e, 4, "count", count);
+	otlp_enc__double(e, 5, "sum", (double)p->busy_ns / 1e9);
+	otlp_enc__sint32(e, 6, "scale", HIST_EXP_SCALE);
+	otlp_enc__fixed64(e, 7, "zeroCount", p->hist[0]);
 	if (first >= 0) {
 		/* dense from the first index to the last: the empty ones in between are 0s */
 		int index = o->exp_index[first];
 
-		buckets = pbuf__begin(b, 8);
-		pbuf__sint(b, 1, index);
-		packed = pbuf__begin(b, 2);
+		buckets = otlp_enc__begin(e, 8, "positive", false);
+		otlp_enc__sint32(e, 1, "offset", index);
+		packed = otlp_enc__packed_begin(e, 2, "bucketCounts");
 		for (int k = first; k <= last; k++) {
 			if (!p->hist[k])
 				continue;
 			for (; index < o->exp_index[k]; index++)
-				pbuf__varint(b, 0);
+				otlp_enc__packed_uint64(e, 0);
 			/* kernel buckets never share an index (lib/hist.h): one count each */
-			pbuf__varint(b, p->hist[k]);
+			otlp_enc__packed_uint64(e, p->hist[k]);
 			index++;
 		}
-		pbuf__end(b, packed);
-		pbuf__end(b, buckets);
+		otlp_enc__packed_end(e, packed);
+		otlp_enc__end(e, buckets);
 	}
-	pbuf__end(b, point);
-	pbuf__uint(b, 2, 2);	/* cumulative */
-	pbuf__end(b, hist);
-	pbuf__end(b, metric);
+	otlp_enc__end(e, point);
+	otlp_enc__enum(e, 2, "aggregationTemporality", 2);	/* cumulative */
+	otlp_enc__end(e, hist);
+	otlp_enc__end(e, metric);
 }
 
-static void otlp__proc_metrics(const struct otlp *o, struct pbuf *b, const struct otlp_proc *p,
-			       __u64 now_ns)
+static void otlp__proc_metrics(const struct otlp *o, struct otlp_enc *e,
+			       const struct otlp_proc *p, __u64 now_ns)
 {
-	size_t rm = pbuf__begin(b, 1), sm;	/* ResourceMetrics */
+	size_t rm = otlp_enc__begin(e, 1, "resourceMetrics", true), sm;
 	__u64 t0 = p->start_unix_ns;
 
-	resource__put(b, p->pid, p->comm, p);
-	sm = pbuf__begin(b, 2);
-	scope__put(b);
-	metric__lag(o, b, p, now_ns);
-	metric__sum(b, "loopwatch.loop.iterations", "{iteration}", "Loop iterations.", t0,
+	resource__put(e, p->pid, p->comm, p);
+	sm = otlp_enc__begin(e, 2, "scopeMetrics", true);
+	scope__put(e);
+	metric__lag(o, e, p, now_ns);
+	metric__sum(e, "loopwatch.loop.iterations", "{iteration}", "Loop iterations.", t0,
 		    now_ns, false, p->iterations, 0);
-	metric__sum(b, "loopwatch.loop.stalls", "{iteration}",
+	metric__sum(e, "loopwatch.loop.stalls", "{iteration}",
 		    "Iterations at or over the stall threshold (--threshold).", t0, now_ns, false,
 		    p->stalls, 0);
-	metric__sum(b, "loopwatch.loop.busy.time", "s", "Time the loop was busy (not waiting).",
+	metric__sum(e, "loopwatch.loop.busy.time", "s", "Time the loop was busy (not waiting).",
 		    t0, now_ns, true, 0, (double)p->busy_ns / 1e9);
-	metric__sum(b, "loopwatch.loop.blocked.time", "s",
+	metric__sum(e, "loopwatch.loop.blocked.time", "s",
 		    "Of the busy time, asleep in a blocking call.", t0, now_ns, true, 0,
 		    (double)p->blocked_ns / 1e9);
-	metric__sum(b, "loopwatch.loop.runq.time", "s",
+	metric__sum(e, "loopwatch.loop.runq.time", "s",
 		    "Of the busy time, runnable but waiting for a CPU.", t0, now_ns, true, 0,
 		    (double)p->runq_ns / 1e9);
-	pbuf__end(b, sm);
-	pbuf__end(b, rm);
+	otlp_enc__end(e, sm);
+	otlp_enc__end(e, rm);
 }
 
 /* loopwatch's own resource: what this output and the kernel side lost */
-static void otlp__self_metrics(struct otlp *o, struct pbuf *b, __u64 now_ns)
+static void otlp__self_metrics(struct otlp *o, struct otlp_enc *e, __u64 now_ns)
 {
 	struct otlp_counts c;
-	size_t rm = pbuf__begin(b, 1), res, sm;
+	size_t rm = otlp_enc__begin(e, 1, "resourceMetrics", true), res, sm;
 	__u64 t0 = o->start_unix_ns;
 
 	otlp_sender__counts(o->sender, &c);
-	res = pbuf__begin(b, 1);
-	kv__str(b, 1, "service.name", "loopwatch");
-	kv__int(b, 1, "process.pid", getpid());
-	kv__str(b, 1, "process.executable.name", "loopwatch");
-	pbuf__end(b, res);
-	sm = pbuf__begin(b, 2);
-	scope__put(b);
-	metric__sum(b, "loopwatch.otlp.requests.sent", "{request}",
+	res = otlp_enc__begin(e, 1, "resource", false);
+	kv__str(e, 1, "service.name", "loopwatch");
+	kv__int(e, 1, "process.pid", getpid());
+	kv__str(e, 1, "process.executable.name", "loopwatch");
+	otlp_enc__end(e, res);
+	sm = otlp_enc__begin(e, 2, "scopeMetrics", true);
+	scope__put(e);
+	metric__sum(e, "loopwatch.otlp.requests.sent", "{request}",
 		    "OTLP requests the receiver accepted.", t0, now_ns, false, c.sent, 0);
-	metric__sum(b, "loopwatch.otlp.requests.dropped", "{request}",
+	metric__sum(e, "loopwatch.otlp.requests.dropped", "{request}",
 		    "OTLP requests dropped: the queue was full, or still full at exit.", t0,
 		    now_ns, false, c.dropped, 0);
-	metric__sum(b, "loopwatch.otlp.requests.refused", "{request}",
+	metric__sum(e, "loopwatch.otlp.requests.refused", "{request}",
 		    "OTLP requests the receiver refused (HTTP 4xx).", t0, now_ns, false,
 		    c.refused, 0);
-	metric__sum(b, "loopwatch.otlp.requests.retried", "{request}",
+	metric__sum(e, "loopwatch.otlp.requests.retried", "{request}",
 		    "OTLP request attempts that failed and were retried.", t0, now_ns, false,
 		    c.failures, 0);
-	metric__sum(b, "loopwatch.otlp.logs.dropped", "{record}",
+	metric__sum(e, "loopwatch.otlp.logs.dropped", "{record}",
 		    "Log records dropped: more than fit between two sends.", t0, now_ns, false,
 		    o->logs_dropped, 0);
-	metric__sum(b, "loopwatch.events.dropped", "{event}",
+	metric__sum(e, "loopwatch.events.dropped", "{event}",
 		    "Kernel events lost to a full ring buffer.", t0, now_ns, false,
 		    o->events_dropped, 0);
-	pbuf__end(b, sm);
-	pbuf__end(b, rm);
+	otlp_enc__end(e, sm);
+	otlp_enc__end(e, rm);
 }
 
-static void otlp__push(struct otlp *o, enum otlp_signal sig, struct pbuf *b)
+static void otlp__push(struct otlp *o, enum otlp_signal sig, struct otlp_enc *e)
 {
-	if (b->oom) {
-		pbuf__free(b);
+	void *buf;
+	size_t len;
+
+	if (otlp_enc__finish(e, &buf, &len)) {
+		otlp_enc__free(e);
 		o->logs_dropped += sig == OTLP_LOGS;
 		return;
 	}
-	otlp_sender__push(o->sender, sig, b->buf, b->len);
-	memset(b, 0, sizeof(*b));
+	otlp_enc__free(e);
+	otlp_sender__push(o->sender, sig, buf, len);
 }
 
 static void otlp__send_metrics(struct otlp *o)
 {
-	struct pbuf b = { 0 };
+	struct otlp_enc e;
 	__u64 now_ns = (__u64)(clock__wall() * 1e9);
 
+	if (otlp_enc__init(&e, o->encoding))
+		return;
 	for (size_t i = 0; i < o->nprocs; i++)
-		otlp__proc_metrics(o, &b, o->procs[i], now_ns);
-	otlp__self_metrics(o, &b, now_ns);
-	otlp__push(o, OTLP_METRICS, &b);
+		otlp__proc_metrics(o, &e, o->procs[i], now_ns);
+	otlp__self_metrics(o, &e, now_ns);
+	otlp__push(o, OTLP_METRICS, &e);
 }
 
 static const struct otlp_proc *otlp__find(const struct otlp *o, __u32 pid)
@@ -523,15 +531,15 @@ static const struct otlp_proc *otlp__find(const struct otlp *o, __u32 pid)
 	return NULL;
 }
 
-static void log__put(struct pbuf *b, const struct otlp_log *l)
+static void log__put(struct otlp_enc *e, const struct otlp_log *l)
 {
 	char body[1024];
-	size_t rec = pbuf__begin(b, 2), any;	/* ScopeLogs.log_records */
+	size_t rec = otlp_enc__begin(e, 2, "logRecords", true), any;	/* ScopeLogs */
 
-	pbuf__fixed64(b, 1, l->ts_ns);
-	pbuf__fixed64(b, 11, (__u64)(clock__wall() * 1e9));
-	pbuf__uint(b, 2, (__u64)l->severity);
-	pbuf__string(b, 3, l->severity >= 13 ? "WARN" : "INFO");
+	otlp_enc__fixed64(e, 1, "timeUnixNano", l->ts_ns);
+	otlp_enc__fixed64(e, 11, "observedTimeUnixNano", (__u64)(clock__wall() * 1e9));
+	otlp_enc__enum(e, 2, "severityNumber", (uint32_t)l->severity);
+	otlp_enc__string(e, 3, "severityText", l->severity >= 13 ? "WARN" : "INFO");
 	if (l->syscall[0])
 		snprintf(body, sizeof(body), "%s %s %.1f ms%s%s: %s", l->event, l->syscall,
 			 l->duration_ms, l->path[0] ? " on " : "", l->path, l->culprit);
@@ -539,25 +547,25 @@ static void log__put(struct pbuf *b, const struct otlp_log *l)
 		snprintf(body, sizeof(body), "%s %.1f ms (cpu %.1f, blocked %.1f, runq %.1f ms): %s",
 			 l->event, l->duration_ms, l->oncpu_ms, l->blocked_ms, l->runq_ms,
 			 l->culprit);
-	any = pbuf__begin(b, 5);
-	pbuf__text(b, 1, body);
-	pbuf__end(b, any);
-	kv__str(b, 6, "loopwatch.event", l->event);
-	kv__double(b, 6, "loopwatch.duration_ms", l->duration_ms);
+	any = otlp_enc__begin(e, 5, "body", false);
+	otlp_enc__text(e, 1, "stringValue", body);
+	otlp_enc__end(e, any);
+	kv__str(e, 6, "loopwatch.event", l->event);
+	kv__double(e, 6, "loopwatch.duration_ms", l->duration_ms);
 	if (l->cause) {
-		kv__str(b, 6, "loopwatch.cause", l->cause);
-		kv__double(b, 6, "loopwatch.oncpu_ms", l->oncpu_ms);
-		kv__double(b, 6, "loopwatch.blocked_ms", l->blocked_ms);
-		kv__double(b, 6, "loopwatch.runq_ms", l->runq_ms);
+		kv__str(e, 6, "loopwatch.cause", l->cause);
+		kv__double(e, 6, "loopwatch.oncpu_ms", l->oncpu_ms);
+		kv__double(e, 6, "loopwatch.blocked_ms", l->blocked_ms);
+		kv__double(e, 6, "loopwatch.runq_ms", l->runq_ms);
 	}
-	kv__str(b, 6, "loopwatch.culprit", l->culprit);
-	kv__str(b, 6, "loopwatch.syscall", l->syscall);
-	kv__str(b, 6, "loopwatch.path", l->path);
-	kv__int(b, 6, "thread.id", l->tid);
-	kv__str(b, 6, "thread.name", l->thread);
-	kv__str(b, 6, "code.stacktrace", l->stack);
-	pbuf__string(b, 12, l->event);	/* event_name */
-	pbuf__end(b, rec);
+	kv__str(e, 6, "loopwatch.culprit", l->culprit);
+	kv__str(e, 6, "loopwatch.syscall", l->syscall);
+	kv__str(e, 6, "loopwatch.path", l->path);
+	kv__int(e, 6, "thread.id", l->tid);
+	kv__str(e, 6, "thread.name", l->thread);
+	kv__str(e, 6, "code.stacktrace", l->stack);
+	otlp_enc__string(e, 12, "eventName", l->event);
+	otlp_enc__end(e, rec);
 }
 
 static int log__cmp_pid(const void *a, const void *b)
@@ -570,25 +578,30 @@ static int log__cmp_pid(const void *a, const void *b)
 /* One ResourceLogs per process, its records in the order they came. */
 static void otlp__send_logs(struct otlp *o)
 {
-	struct pbuf b = { 0 };
+	struct otlp_enc e;
 
 	if (!o->nlogs)
 		return;
+	if (otlp_enc__init(&e, o->encoding)) {
+		o->logs_dropped += o->nlogs;
+		o->nlogs = 0;
+		return;
+	}
 	qsort(o->logs, o->nlogs, sizeof(*o->logs), log__cmp_pid);
 	for (size_t i = 0; i < o->nlogs;) {
 		const struct otlp_log *l = &o->logs[i];
-		size_t rl = pbuf__begin(&b, 1), sl;
+		size_t rl = otlp_enc__begin(&e, 1, "resourceLogs", true), sl;
 
-		resource__put(&b, l->pid, l->comm, otlp__find(o, l->pid));
-		sl = pbuf__begin(&b, 2);
-		scope__put(&b);
+		resource__put(&e, l->pid, l->comm, otlp__find(o, l->pid));
+		sl = otlp_enc__begin(&e, 2, "scopeLogs", true);
+		scope__put(&e);
 		for (; i < o->nlogs && o->logs[i].pid == l->pid; i++)
-			log__put(&b, &o->logs[i]);
-		pbuf__end(&b, sl);
-		pbuf__end(&b, rl);
+			log__put(&e, &o->logs[i]);
+		otlp_enc__end(&e, sl);
+		otlp_enc__end(&e, rl);
 	}
 	o->nlogs = 0;
-	otlp__push(o, OTLP_LOGS, &b);
+	otlp__push(o, OTLP_LOGS, &e);
 }
 
 /* loopwatch's own Prometheus metrics learn what the sender counted since last time */

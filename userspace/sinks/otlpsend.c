@@ -32,6 +32,7 @@ struct otlp_sender {
 	char port[8];
 	char path[OTLP_NSIGNALS][OTLP_PATH_LEN];
 	size_t max_bytes;
+	const char *content_type;	/* of the encoding otlp.c writes */
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
@@ -201,9 +202,9 @@ static int request__post(const struct otlp_sender *s, const struct otlp_request 
 	int fd, len, code = -1;
 
 	len = snprintf(head, sizeof(head),
-		       "POST %s HTTP/1.1\r\nHost: %s:%s\r\nContent-Type: application/x-protobuf\r\n"
+		       "POST %s HTTP/1.1\r\nHost: %s:%s\r\nContent-Type: %s\r\n"
 		       "Content-Length: %zu\r\nConnection: close\r\nUser-Agent: loopwatch\r\n\r\n",
-		       s->path[r->sig], s->host, s->port, r->len);
+		       s->path[r->sig], s->host, s->port, s->content_type, r->len);
 	if (len < 0 || (size_t)len >= sizeof(head))
 		return -1;
 	fd = sock__connect(s, deadline);
@@ -323,7 +324,7 @@ static void *sender__run(void *arg)
 	return NULL;
 }
 
-struct otlp_sender *otlp_sender__new(const char *url, size_t max_bytes, char *err,
+struct otlp_sender *otlp_sender__new(const char *url, size_t max_bytes, bool json, char *err,
 				     size_t errlen)
 {
 	struct otlp_sender *s = calloc(1, sizeof(*s));
@@ -337,6 +338,7 @@ struct otlp_sender *otlp_sender__new(const char *url, size_t max_bytes, char *er
 		return NULL;
 	}
 	s->max_bytes = max_bytes;
+	s->content_type = json ? "application/json" : "application/x-protobuf";
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->wake, NULL);
 	if (pthread_create(&s->thread, NULL, sender__run, s)) {

@@ -32,9 +32,10 @@ struct otlp_sender;
 
 /*
  * url: http://HOST[:PORT][/PREFIX]; requests go to PREFIX/v1/metrics and
- * PREFIX/v1/logs. NULL with a one-line reason in err.
+ * PREFIX/v1/logs, as application/json when json, else application/x-protobuf.
+ * NULL with a one-line reason in err.
  */
-struct otlp_sender *otlp_sender__new(const char *url, size_t max_bytes, char *err,
+struct otlp_sender *otlp_sender__new(const char *url, size_t max_bytes, bool json, char *err,
 				     size_t errlen);
 /* Queue one encoded request (ownership of buf passes); never blocks. */
 void otlp_sender__push(struct otlp_sender *s, enum otlp_signal sig, void *buf, size_t len);

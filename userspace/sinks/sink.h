@@ -47,6 +47,7 @@ struct sink_config {
 	const char *otlp;	/* http://HOST[:PORT][/PREFIX]; NULL: none */
 	double otlp_interval_s;
 	size_t otlp_queue_bytes;
+	bool otlp_json;		/* the JSON encoding instead of protobuf */
 
 	/* the lag histogram also as a native one, in the protobuf exposition (--listen) */
 	bool prom_native;

@@ -27,7 +27,8 @@ int frame__format(const struct frame *f, char *buf, size_t len)
 	if ((frame__is_script(f) || f->kind == FRAME_JIT) && file_len)
 		return snprintf(buf, len, "%.*s (%.*s:%d)", fn_len, fn, file_len, f->file,
 				f->line);
-	if (f->func[0]) {
+	/* a marker ("[3 unknown frames]") names no symbol: no offset into one */
+	if (f->func[0] && f->func[0] != '[') {
 		if (mod_len)
 			return snprintf(buf, len, "%.*s+0x%" PRIx64 " (%.*s)", fn_len, fn,
 					f->offset, mod_len, f->module);

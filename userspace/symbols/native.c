@@ -26,6 +26,7 @@
 #include "lib/clock.h"
 #include "proc/debugfile.h"
 #include "proc/elf.h"
+#include "proc/minidebug.h"
 #include "proc/procs.h"
 #include "symbols/demangle.h"
 #include "symbols/native.h"
@@ -374,8 +375,9 @@ static bool sym_file__load_symtab(struct sym_file *sf, const struct elf_handle *
 /*
  * .symtab when it has anything; for a stripped file the one of its debug
  * file (p and path say where to look; p NULL: the vDSO, none); else the
- * exported symbols. Within the budget: a table over it leaves the file with
- * no symbols, marked, rather than falling back to a smaller one.
+ * exported symbols, with .gnu_debugdata's .symtab where the file has one.
+ * Within the budget: a table over it leaves the file with no symbols,
+ * marked, rather than falling back to a smaller one.
  */
 static void sym_file__load_symbols(struct sym_file *sf, const struct elf_handle *h,
 				   struct proc *p, const char *path)
@@ -394,6 +396,15 @@ static void sym_file__load_symbols(struct sym_file *sf, const struct elf_handle 
 		/* the debug file is a file of its own: its table gets its own CPU time */
 		ld.deadline_ns = clock__thread_cpu_ns() + MAX_FILE_LOAD_NS;
 		done = sym_file__load_symtab(sf, &dbg, &ld);
+		elf__close(&dbg);
+	}
+	/*
+	 * MiniDebugInfo holds only what .dynsym lacks (the static functions):
+	 * the two tables together name the file
+	 */
+	if (!done && !ld.over_budget && !minidebug__open(h, &dbg)) {
+		ld.deadline_ns = clock__thread_cpu_ns() + MAX_FILE_LOAD_NS;
+		sym_file__load_symtab(sf, &dbg, &ld);
 		elf__close(&dbg);
 	}
 	if (!done && !ld.over_budget) {

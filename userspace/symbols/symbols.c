@@ -153,6 +153,38 @@ static int stack__repair_leaf(struct symbols *s, int pid, const struct raw_stack
 	return n;
 }
 
+static bool frame__unnamed_native(const struct frame *f)
+{
+	return f->kind == FRAME_NATIVE && !f->func[0] && f->module[0];
+}
+
+/*
+ * A run of unnamed frames of one module (a stripped library's internal
+ * functions) says how much of the stack is unnamed in one marker frame,
+ * "[N unknown frames]" with the module, instead of N lines of "[unknown]".
+ * After the splices: they place Python and JS frames by the native ones.
+ */
+static int stack__collapse_unnamed(struct frame *frames, int n)
+{
+	int out = 0;
+
+	for (int i = 0; i < n;) {
+		int run = 1;
+
+		while (i + run < n && frame__unnamed_native(&frames[i]) &&
+		       frame__unnamed_native(&frames[i + run]) &&
+		       !strcmp(frames[i].module, frames[i + run].module))
+			run++;
+		frames[out] = frames[i];
+		if (run > 1)
+			snprintf(frames[out].func, sizeof(frames[out].func), "[%d unknown frames]",
+				 run);
+		out++;
+		i += run;
+	}
+	return out;
+}
+
 int symbols__stack(struct symbols *s, int pid, const struct raw_stack *raw, struct frame **out)
 {
 	uint64_t uips[SYMBOLS_MAX_USER + SYMBOLS_MAX_INSERT];
@@ -198,6 +230,7 @@ int symbols__stack(struct symbols *s, int pid, const struct raw_stack *raw, stru
 		n = stack__add_python(s, pid, raw->python, &frames, n);
 	if (raw->v8)
 		n = stack__add_v8(s, pid, raw->v8, &frames, n);
+	n = stack__collapse_unnamed(frames, n);
 	/* symbol, module, Python, JavaScript and file names are the target's own bytes */
 	for (int i = 0; i < n; i++)
 		frame__sanitize(&frames[i]);
