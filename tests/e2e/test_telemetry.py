@@ -557,6 +557,9 @@ def rss_kb(pid):
     return 0
 
 
+OTLP_BACKOFF_MAX_S = 30
+
+
 def test_otlp_receiver_down_hung_or_absent_costs_collection_nothing_and_drops_are_counted(ctx):
     """503, then a receiver that reads and never answers, then none at all: every
     interval still comes out on time, memory stays put, what the small queue cannot hold
@@ -569,22 +572,30 @@ def test_otlp_receiver_down_hung_or_absent_costs_collection_nothing_and_drops_ar
     rx = Receiver()
     out = tmpfile()
     port = free_port()
-    w = Workload([ctx.workload("loopwork"), out, "mixed", "12000", "--go"])
-    lw = Loopwatch(ctx, "-p", w.pid, "-d", 40, "--otlp", "http://127.0.0.1:%d" % rx.port,
+    # ~2.5 ms an iteration: it outlasts the phases, the last one's 35 s included
+    w = Workload([ctx.workload("loopwork"), out, "mixed", "24000", "--go"])
+    lw = Loopwatch(ctx, "-p", w.pid, "-d", 90, "--otlp", "http://127.0.0.1:%d" % rx.port,
                    "--otlp-interval", "0.2", "--otlp-queue", "4", "--listen",
                    "127.0.0.1:%d" % port)
-    phases = (("ok", 3), ("503", 4), ("hang", 7), ("absent", 4), ("ok", 4))
+    # back: until the sender's backoff (doubling up to 30 s, sinks/otlpsend.c) has run
+    # out and its next try arrived, then 2 s more
+    phases = (("ok", 3), ("503", 4), ("hang", 7), ("absent", 4), ("ok", None))
     marks, rss, dropped_metric = [], [], None
+
+    def pushed_since(t0):
+        return any(p == "/v1/metrics" and ts >= t0 for p, _, ts in rx.bodies)
     try:
         lw.start()
         w.go()
         for mode, seconds in phases:
             rx.set_mode(mode)
             marks.append((mode, len(lw.out), t.time()))
-            end = t.time() + seconds
+            end = t.time() + (seconds if seconds else OTLP_BACKOFF_MAX_S + 5)
             while t.time() < end:
                 rss.append((mode, rss_kb(lw.proc.pid)))
                 t.sleep(0.25)
+                if not seconds and pushed_since(marks[-1][2]):
+                    end = min(end, t.time() + 2)
             if mode == "absent":
                 with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port,
                                             timeout=5) as r:
