@@ -163,7 +163,8 @@ FUZZ_SECONDS ?= 20
 SAN_HOSTILE := test_hostile.test_a_ test_hostile.test_alert test_hostile.test_costly \
 	test_hostile.test_decompression test_hostile.test_escape test_hostile.test_exec \
 	test_hostile.test_fifos test_hostile.test_file_outputs test_hostile.test_one_thread \
-	test_hostile.test_prom_file test_hostile.test_squatters test_hostile.test_uprobe
+	test_hostile.test_prom_file test_hostile.test_squatters test_hostile.test_uprobe \
+	test_hostile.test_unmapping
 # unit.test_prom is left out: its bounds (16k series expired within 1 s) are for an
 # optimized build, and it takes 100 s under ASan
 SAN_E2E := unit.test_advice unit.test_arrival unit.test_attribution unit.test_cfi \

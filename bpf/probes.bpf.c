@@ -47,8 +47,7 @@ struct {
 	__type(value, struct lw_probe_stats);
 } probe_zero SEC(".maps");
 
-SEC("uprobe")
-int BPF_KPROBE(probe_entry)
+static __always_inline int probe__enter(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns(), sp = PT_REGS_SP(ctx);
 	__u32 tid = (__u32)id;
@@ -146,8 +145,7 @@ static __always_inline void probe__emit(void *ctx, __u32 pid, __u32 tid, __u32 i
 	bpf_ringbuf_submit(e, LW_RB_LAZY);
 }
 
-SEC("uretprobe")
-int BPF_KRETPROBE(probe_return)
+static __always_inline int probe__leave(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns(), ns;
 	__u32 tid = (__u32)id, pid = id >> 32;
@@ -170,4 +168,34 @@ int BPF_KRETPROBE(probe_return)
 	if (ns >= probe_threshold_ns)
 		probe__emit(ctx, pid, tid, t->id, t->start_ns, ns);
 	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(probe_entry)
+{
+	return probe__enter(ctx);
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(probe_return)
+{
+	return probe__leave(ctx);
+}
+
+/*
+ * The same, for uprobe_multi links (kernel 6.6+): one link holds every
+ * probed function of a file in a process. Their attach type is set before
+ * load where the kernel has them (kernel/collector.c); else they stay
+ * unloaded and the pair above serves, a link per function.
+ */
+SEC("uprobe")
+int BPF_KPROBE(probe_entry_multi)
+{
+	return probe__enter(ctx);
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(probe_return_multi)
+{
+	return probe__leave(ctx);
 }

@@ -226,11 +226,26 @@ def of_type(lines, kind, **match):
 
 
 def uprobes_of(pid):
-    """How many uprobes and uretprobes the process has attached (bpftool perf)."""
+    """How many uprobes and uretprobes the process has attached, as the kernel says: its
+    uprobe_multi links' counts (their /proc fdinfo) and its single ones (bpftool perf)."""
+    n = 0
+    for fd in os.listdir("/proc/%d/fdinfo" % pid):
+        try:
+            with open("/proc/%d/fdinfo/%s" % (pid, fd)) as f:
+                info = f.read()
+        except OSError:
+            continue
+        if re.search(r"^link_type:\s+u(ret)?probe_multi$", info, re.M):
+            n += int(info.split("uprobe_cnt:")[1].split()[0])
     r = subprocess.run(["bpftool", "perf", "show"], stdout=subprocess.PIPE,
                        stderr=subprocess.DEVNULL, text=True, timeout=30)
-    return sum(1 for l in r.stdout.splitlines()
-               if l.split()[:2] == ["pid", str(pid)] and ("uprobe" in l or "uretprobe" in l))
+    return n + sum(1 for l in r.stdout.splitlines()
+                   if l.split()[:2] == ["pid", str(pid)] and ("uprobe" in l or "uretprobe" in l))
+
+
+def fds_of(pid):
+    """How many fds the process holds."""
+    return len(os.listdir("/proc/%d/fd" % pid))
 
 
 def wait_for_uprobes(pid, timeout=30):

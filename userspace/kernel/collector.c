@@ -19,6 +19,7 @@
 #include "kernel/collector.h"
 #include "lib/arrival.h"
 #include "kernel/system.h"
+#include "kernel/uprobes.h"
 #include "loopwatch.skel.h"
 
 /*
@@ -75,6 +76,7 @@ struct collector {
 	size_t nuw_rows;
 	struct lw_uw_page *uw_pages;
 	size_t nuw_pages;
+	bool uprobe_multi;	/* the probes' multi pair loaded (kernel/uprobes.h) */
 };
 
 static bool libbpf_verbose;
@@ -161,6 +163,27 @@ static void collector__no_autoattach(struct collector *c)
 		if (prog)
 			bpf_program__set_autoattach(prog, false);
 	}
+}
+
+/*
+ * The probes' multi pair is loaded as uprobe_multi programs where the
+ * kernel has those links, the single pair where it does not.
+ */
+static void collector__choose_uprobes(struct collector *c)
+{
+	struct bpf_program *entry = c->skel->progs.probe_entry_multi;
+	struct bpf_program *ret = c->skel->progs.probe_return_multi;
+
+	c->uprobe_multi = uprobes__kernel_has_multi();
+	bpf_program__set_autoload(entry, c->uprobe_multi);
+	bpf_program__set_autoload(ret, c->uprobe_multi);
+	bpf_program__set_autoload(c->skel->progs.probe_entry, !c->uprobe_multi);
+	bpf_program__set_autoload(c->skel->progs.probe_return, !c->uprobe_multi);
+	if (!c->uprobe_multi)
+		return;
+	bpf_program__set_expected_attach_type(entry,
+					      (enum bpf_attach_type)UPROBES_MULTI_ATTACH_TYPE);
+	bpf_program__set_expected_attach_type(ret, (enum bpf_attach_type)UPROBES_MULTI_ATTACH_TYPE);
 }
 
 struct tp_attach {
@@ -324,6 +347,7 @@ struct collector *collector__open(const struct collector_opts *opts, char *err, 
 		strncpy((char *)c->skel->rodata->comm_exclude[i], opts->excludes[i],
 			LW_COMM_LEN - 1);
 	collector__no_autoattach(c);
+	collector__choose_uprobes(c);
 	if (collector__size_unwind(c, opts)) {
 		snprintf(err, errlen, "cannot size the unwind tables");
 		goto fail;
@@ -480,14 +504,12 @@ int collector__consume(struct collector *c)
 	return ret < 0 ? ret : 0;
 }
 
-struct bpf_link *collector__attach_probe(struct collector *c, int pid, const char *path,
-					 uint64_t off, __u32 cookie, bool retprobe)
+void collector__uprobe_progs(const struct collector *c, struct uprobe_progs *p)
 {
-	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie, .retprobe = retprobe);
-	struct bpf_program *prog = retprobe ? c->skel->progs.probe_return
-					    : c->skel->progs.probe_entry;
-
-	return bpf_program__attach_uprobe_opts(prog, pid, path, off, &opts);
+	p->entry = c->skel->progs.probe_entry;
+	p->ret = c->skel->progs.probe_return;
+	p->entry_multi = c->uprobe_multi ? bpf_program__fd(c->skel->progs.probe_entry_multi) : -1;
+	p->ret_multi = c->uprobe_multi ? bpf_program__fd(c->skel->progs.probe_return_multi) : -1;
 }
 
 int collector__read_stack(struct collector *c, __s32 id, uint64_t *ips, int max)

@@ -45,6 +45,7 @@ struct collector_opts {
 
 struct collector;
 struct bpf_link;
+struct uprobe_progs;
 
 /* NULL on failure, with a one-line reason in err. */
 struct collector *collector__open(const struct collector_opts *opts, char *err, size_t errlen);
@@ -59,13 +60,8 @@ void collector__hand_off(void);
 int collector__fd(const struct collector *c);
 /* Hand every waiting event to on_event; 0 or -errno. */
 int collector__consume(struct collector *c);
-/*
- * A uprobe (or uretprobe) on the function at file offset off of path, in
- * process pid alone (-1: in every process); cookie is the probe id. NULL
- * with errno set on failure.
- */
-struct bpf_link *collector__attach_probe(struct collector *c, int pid, const char *path,
-					 uint64_t off, __u32 cookie, bool retprobe);
+/* The probe programs, to attach uprobes with (kernel/uprobes.h). */
+void collector__uprobe_progs(const struct collector *c, struct uprobe_progs *p);
 /* Kernel stack ips by id from the kernel's stack map; returns the depth, 0 if gone. */
 int collector__read_stack(struct collector *c, __s32 id, uint64_t *ips, int max);
 /* An unwound user stack by id from "user_stacks"; false if gone (or id 0). */

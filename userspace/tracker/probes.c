@@ -9,8 +9,9 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <bpf/libbpf.h>
+#include "kernel/uprobes.h"
 #include "proc/procs.h"
+#include "tracker/attacher.h"
 #include "tracker/catalog.h"
 #include "tracker/elfsym.h"
 #include "tracker/probes.h"
@@ -21,11 +22,13 @@
 /* rescans a file may go unseen before its probes are released */
 #define PROBE_GRACE_SCANS 2
 /*
- * Uprobe links (an fd each, an entry and a return per function and process)
- * at most, and at most half of RLIMIT_NOFILE: past it a process goes
- * unprobed, said once on stderr.
+ * Uprobes (an entry and a return per function, file and process) at most,
+ * and fds their links may hold (two a file and process with multi links,
+ * four a function without), at most half of RLIMIT_NOFILE: past either a
+ * file goes unprobed, said once on stderr. Links being removed still count.
  */
-#define PROBE_MAX_LINKS 2048
+#define PROBE_MAX_UPROBES 16384
+#define PROBE_MAX_FDS 4096
 
 /* A function found in a file to probe: a catalog entry, or a custom probe. */
 struct probe_site {
@@ -44,7 +47,10 @@ struct probe_proc {
 	__u32 pid;
 	uint64_t start_time;
 	unsigned int seen_gen;
-	struct bpf_link **links;	/* per site: entry, return */
+	uint64_t job;		/* its attach job (tracker/attacher.c) while it runs, or 0 */
+	struct uprobe_links *links;
+	size_t uprobes;		/* counted against the caps: reserved, then held */
+	size_t fds;
 };
 
 /* A file looked at once per inode, with what was found in it to probe. */
@@ -68,9 +74,15 @@ struct probes {
 	size_t nfiles;
 	size_t cap;
 	unsigned int gen;
-	size_t nlinks;
-	size_t max_links;	/* PROBE_MAX_LINKS, or half the fds we may open */
-	bool full_said;
+	size_t nuprobes;	/* of every probe_proc */
+	size_t nfds;
+	size_t orphan_fds;	/* reserved by jobs whose probe_proc went meanwhile */
+	size_t max_uprobes;
+	size_t max_fds;		/* PROBE_MAX_FDS, or half the fds we may open */
+	bool uprobes_said, fds_said;
+	struct uprobe_progs progs;	/* the main loop's: --probe's, at start */
+	struct attacher *attacher;	/* attaches off the main loop */
+	uint64_t next_job;
 	struct reaper *reaper;	/* detaches off the main loop */
 };
 
@@ -128,72 +140,166 @@ static int probe_file__add_site(struct probe_file *f, int entry, __u32 id, uint6
 	return 0;
 }
 
-static void probe_proc__detach(struct probes *p, struct probe_file *f, struct probe_proc *pp)
+static void probe_proc__detach(struct probes *p, struct probe_proc *pp)
 {
-	for (size_t i = 0; pp->links && i < 2 * f->nsites; i++) {
-		if (pp->links[i])
-			p->nlinks--;
-		reaper__put(p->reaper, pp->links[i]);
-	}
-	free(pp->links);
+	p->nuprobes -= pp->uprobes;
+	p->nfds -= pp->fds;
+	/* its job's links, when they come, go to the reaper */
+	if (pp->job)
+		p->orphan_fds += pp->fds;
+	reaper__put(p->reaper, pp->links);
 	pp->links = NULL;
+	pp->job = 0;
+	pp->uprobes = pp->fds = 0;
+}
+
+/* Whether uprobes and fds more fit under the caps; the first time one does not, said. */
+static bool probes__fits(struct probes *p, size_t uprobes, size_t fds)
+{
+	if (p->nuprobes + uprobes > p->max_uprobes) {
+		if (!p->uprobes_said)
+			fprintf(stderr, "loopwatch: %zu uprobes attached, the most there may be: "
+				"files mapped from now on are not probed\n", p->max_uprobes);
+		p->uprobes_said = true;
+		return false;
+	}
+	if (p->nfds + p->orphan_fds + reaper__fds(p->reaper) + fds > p->max_fds) {
+		if (!p->fds_said)
+			fprintf(stderr, "loopwatch: uprobe links hold %zu fds, the most there may be "
+				"(half of what RLIMIT_NOFILE lets loopwatch open): files mapped "
+				"from now on are not probed\n", p->max_fds);
+		p->fds_said = true;
+		return false;
+	}
+	return true;
+}
+
+static struct probe_proc *probe_file__new_proc(struct probe_file *f, __u32 pid,
+					       uint64_t start_time, unsigned int gen)
+{
+	struct probe_proc *v = realloc(f->procs, (f->nprocs + 1) * sizeof(*v));
+
+	if (!v)
+		return NULL;
+	f->procs = v;
+	v[f->nprocs] = (struct probe_proc){ .pid = pid, .start_time = start_time,
+					    .seen_gen = gen };
+	return &v[f->nprocs++];
+}
+
+static void attach_job__free(struct attach_job *job)
+{
+	if (!job)
+		return;
+	if (job->fd >= 0)
+		close(job->fd);
+	free(job->offs);
+	free(job->cookies);
+	free(job);
 }
 
 /*
- * Every site of f in process pid (0: every process), through path (the
- * file as that process sees it); 0, or -errno when none could be attached.
+ * Every site of f in process pid, through fd (the file as that process
+ * sees it, closed here or by the attacher): a job for the attacher, its
+ * uprobes and fds reserved under the caps. Not queued (the caps, a full
+ * queue): the next rescan tries again.
  */
-static int probe_file__attach(struct probes *p, struct probe_file *f, __u32 pid,
-			      uint64_t start_time, const char *path)
+static void probe_file__attach(struct probes *p, struct probe_file *f, __u32 pid,
+			       uint64_t start_time, int fd)
 {
-	struct probe_proc *v, *pp;
-	size_t attached = 0;
-	int err = -ENOENT;
+	size_t uprobes = 2 * f->nsites;
+	size_t fds = uprobe_links__fds_for(&p->progs, f->nsites);
+	struct attach_job *job;
+	struct probe_proc *pp;
 
-	if (p->nlinks + 2 * f->nsites > p->max_links) {
-		if (!p->full_said)
-			fprintf(stderr, "loopwatch: %zu uprobes attached, the most there may be: "
-				"processes set up from now on are not probed\n", p->max_links);
-		p->full_said = true;
-		return -ENOSPC;
+	/* the file's fd is held until the attacher is done with it */
+	if (!probes__fits(p, uprobes, fds + 1)) {
+		close(fd);
+		return;
 	}
-	v = realloc(f->procs, (f->nprocs + 1) * sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	f->procs = v;
-	pp = &v[f->nprocs];
-	memset(pp, 0, sizeof(*pp));
-	pp->pid = pid;
-	pp->start_time = start_time;
-	pp->seen_gen = p->gen;
-	pp->links = calloc(2 * f->nsites, sizeof(*pp->links));
-	if (!pp->links)
-		return -ENOMEM;
+	job = calloc(1, sizeof(*job));
+	if (!job) {
+		close(fd);
+		return;
+	}
+	job->fd = fd;
+	job->pid = (int)pid;
+	job->n = f->nsites;
+	job->max_fds = fds;
+	job->offs = calloc(f->nsites, sizeof(*job->offs));
+	job->cookies = calloc(f->nsites, sizeof(*job->cookies));
+	if (!job->offs || !job->cookies)
+		goto fail;
 	for (size_t i = 0; i < f->nsites; i++) {
-		struct bpf_link *entry, *ret;
-
-		entry = collector__attach_probe(p->c, pid ? (int)pid : -1, path, f->sites[i].off,
-						f->sites[i].id, false);
-		ret = entry ? collector__attach_probe(p->c, pid ? (int)pid : -1, path,
-						      f->sites[i].off, f->sites[i].id, true) : NULL;
-		if (!ret) {
-			err = -errno;
-			bpf_link__destroy(entry);
-			continue;
-		}
-		pp->links[2 * i] = entry;
-		pp->links[2 * i + 1] = ret;
-		p->nlinks += 2;
-		attached++;
+		job->offs[i] = f->sites[i].off;
+		job->cookies[i] = f->sites[i].id;
 	}
-	f->nprocs++;
-	return attached ? 0 : err;
+	job->id = ++p->next_job;
+	pp = probe_file__new_proc(f, pid, start_time, p->gen);
+	if (!pp)
+		goto fail;
+	if (!attacher__put(p->attacher, job)) {
+		f->nprocs--;
+		goto fail;
+	}
+	pp->job = job->id;
+	pp->uprobes = uprobes;
+	pp->fds = fds + 1;
+	p->nuprobes += uprobes;
+	p->nfds += fds + 1;
+	return;
+fail:
+	attach_job__free(job);
+}
+
+/* A job's probe_proc, by the job's id: the one whose bookkeeping takes its links. */
+static struct probe_proc *probes__job_proc(struct probes *p, uint64_t id)
+{
+	for (size_t i = 0; i < p->nfiles; i++) {
+		for (size_t k = 0; k < p->files[i].nprocs; k++) {
+			if (p->files[i].procs[k].job == id)
+				return &p->files[i].procs[k];
+		}
+	}
+	return NULL;
+}
+
+/* The attacher's finished jobs: their links to their probe_proc, or the reaper. */
+static void probes__collect(struct probes *p)
+{
+	struct attach_job *job;
+
+	while ((job = attacher__take(p->attacher))) {
+		struct probe_proc *pp = probes__job_proc(p, job->id);
+		size_t fds = uprobe_links__fds(job->links);
+		size_t uprobes = 2 * uprobe_links__functions(job->links);
+
+		if (!pp) {
+			p->orphan_fds -= job->max_fds + 1;
+			reaper__put(p->reaper, job->links);
+		} else {
+			p->nuprobes = p->nuprobes - pp->uprobes + uprobes;
+			p->nfds = p->nfds - pp->fds + fds;
+			pp->uprobes = uprobes;
+			pp->fds = fds;
+			pp->links = job->links;
+			pp->job = 0;
+		}
+		job->links = NULL;
+		attach_job__free(job);
+	}
+}
+
+void probes__settle(struct probes *p)
+{
+	if (p && p->attacher)
+		probes__collect(p);
 }
 
 static void probe_file__release(struct probes *p, struct probe_file *f)
 {
 	for (size_t i = 0; i < f->nprocs; i++)
-		probe_proc__detach(p, f, &f->procs[i]);
+		probe_proc__detach(p, &f->procs[i]);
 	free(f->procs);
 	free(f->sites);
 	f->procs = NULL;
@@ -295,6 +401,9 @@ static void probes__consider(struct probes *p, struct proc *proc, const struct p
 			return;
 		}
 	}
+	/* the attacher is busy: the next rescan comes back to it */
+	if (!attacher__room(p->attacher))
+		return;
 	/*
 	 * The file as the target sees it, opened inside its root and checked
 	 * to be the very inode it maps; then read and probed through our fd,
@@ -310,8 +419,9 @@ static void probes__consider(struct probes *p, struct proc *proc, const struct p
 			probe_file__resolve(p, f, target, proc_mapping__basename(m));
 	}
 	if (f && f->nsites)
-		probe_file__attach(p, f, pid, start_time, target);
-	close(fd);
+		probe_file__attach(p, f, pid, start_time, fd);
+	else
+		close(fd);
 }
 
 void probes__scan(struct probes *p, struct proc *proc)
@@ -320,6 +430,7 @@ void probes__scan(struct probes *p, struct proc *proc)
 
 	if (!p || !p->builtin || !proc)
 		return;
+	probes__collect(p);
 	maps = proc__maps(proc, false);
 	for (size_t i = 0; maps && i < maps->n; i++) {
 		const struct proc_mapping *m = &maps->v[i];
@@ -348,7 +459,7 @@ void probes__end_scan(struct probes *p)
 		for (size_t k = 0; k < f->nprocs; k++) {
 			if (p->gen - f->procs[k].seen_gen < PROBE_GRACE_SCANS)
 				continue;
-			probe_proc__detach(p, f, &f->procs[k]);
+			probe_proc__detach(p, &f->procs[k]);
 			f->procs[k--] = f->procs[--f->nprocs];
 		}
 		/* no traced process maps it any more: what was found in it goes too */
@@ -379,6 +490,29 @@ static int library__find(const char *name, char *out, size_t len)
 		return 0;
 	}
 	return -ENOENT;
+}
+
+/* A --probe's file, in every process, at start: on the main loop, before it runs. */
+static int probe_file__attach_now(struct probes *p, struct probe_file *f, const char *path)
+{
+	struct probe_proc *pp;
+	uint64_t offs[1];
+	__u32 cookies[1];
+	int err = 0;
+
+	if (f->nsites != 1)
+		return -EINVAL;
+	offs[0] = f->sites[0].off;
+	cookies[0] = f->sites[0].id;
+	pp = probe_file__new_proc(f, 0, 0, p->gen);
+	if (!pp)
+		return -ENOMEM;
+	pp->links = uprobe_links__attach(&p->progs, -1, path, offs, cookies, 1, p->max_fds, &err);
+	pp->uprobes = 2 * uprobe_links__functions(pp->links);
+	pp->fds = uprobe_links__fds(pp->links);
+	p->nuprobes += pp->uprobes;
+	p->nfds += pp->fds;
+	return pp->links ? 0 : err;
 }
 
 /* PATH_OR_LIB:SYMBOL[=label] */
@@ -424,7 +558,7 @@ static int probes__add_custom(struct probes *p, const char *spec, char *err, siz
 	f->custom = true;
 	ret = probe_file__add_site(f, -1, probes__id(p, label), off);
 	if (!ret)
-		ret = probe_file__attach(p, f, 0, 0, file);
+		ret = probe_file__attach_now(p, f, file);
 	if (ret)
 		snprintf(err, errlen, "--probe '%s': cannot attach: %s", spec, strerror(-ret));
 	return ret;
@@ -443,11 +577,19 @@ struct probes *probes__new(struct collector *c, bool builtin, const char *const 
 	p->c = c;
 	p->builtin = builtin;
 	p->reaper = reaper__new();
+	collector__uprobe_progs(c, &p->progs);
+	p->attacher = attacher__new(&p->progs);
+	if (!p->attacher) {
+		snprintf(err, errlen, "out of memory");
+		probes__free(p);
+		return NULL;
+	}
+	p->max_uprobes = PROBE_MAX_UPROBES;
 	/* a link is an fd: half of what we may open stays for everything else */
-	p->max_links = PROBE_MAX_LINKS;
+	p->max_fds = PROBE_MAX_FDS;
 	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY &&
-	    rl.rlim_cur / 2 < p->max_links)
-		p->max_links = rl.rlim_cur / 2;
+	    rl.rlim_cur / 2 < p->max_fds)
+		p->max_fds = rl.rlim_cur / 2;
 	for (int i = 0; i < ncustom; i++) {
 		if (probes__add_custom(p, custom[i], err, errlen)) {
 			probes__free(p);
@@ -461,6 +603,11 @@ void probes__free(struct probes *p)
 {
 	if (!p)
 		return;
+	/* the attacher's last job done: its links are ours, then the reaper's */
+	attacher__stop(p->attacher);
+	if (p->attacher)
+		probes__collect(p);
+	attacher__free(p->attacher);
 	for (size_t i = 0; i < p->nfiles; i++)
 		probe_file__release(p, &p->files[i]);
 	reaper__free(p->reaper);
@@ -472,8 +619,10 @@ int probes__attached(const struct probes *p)
 {
 	int n = 0;
 
-	for (size_t i = 0; p && i < p->nfiles; i++)
-		n += (int)(p->files[i].nsites * p->files[i].nprocs);
+	for (size_t i = 0; p && i < p->nfiles; i++) {
+		for (size_t k = 0; k < p->files[i].nprocs; k++)
+			n += (int)uprobe_links__functions(p->files[i].procs[k].links);
+	}
 	return n;
 }
 

@@ -28,6 +28,8 @@ void probes__free(struct probes *p);
 void probes__begin_scan(struct probes *p);
 void probes__scan(struct probes *p, struct proc *proc);
 void probes__end_scan(struct probes *p);
+/* Takes the links attached since (off the main loop) into the bookkeeping: at every wake-up. */
+void probes__settle(struct probes *p);
 /* The label of a probe id (its bpf_cookie); "probe#N" if unknown. */
 void probes__label(const struct probes *p, __u32 id, char *buf, size_t len);
 int probes__attached(const struct probes *p);

@@ -233,12 +233,13 @@ void tracker__new_loop(struct tracker *t, __u32 pid)
 }
 
 /*
- * The slow part of a new process's set-up: its runtime, its probes (each a
- * uprobe attach), its unwind tables (10-200 ms a file, seen once). Done after
- * every new loop of a batch of events had its labels read: eight processes
- * starting at once all have theirs, though some are gone before the eighth is
- * set up. Cheap first, and the probes before the unwind tables: a call made
- * right after the start is counted.
+ * The slow part of a new process's set-up: its runtime, its probes (files
+ * read for their functions here, attached by probes' own thread), its unwind
+ * tables (10-200 ms a file, seen once). Done after every new loop of a batch
+ * of events had its labels read: eight processes starting at once all have
+ * theirs, though some are gone before the eighth is set up. Cheap first, and
+ * the probes before the unwind tables: a call made right after the start is
+ * counted.
  */
 static void tracker__setup(struct tracker *t, struct tracked *k)
 {
@@ -259,6 +260,7 @@ static void tracker__setup(struct tracker *t, struct tracked *k)
 void tracker__settle(struct tracker *t)
 {
 	/* called at every wake-up of the main loop: nothing to walk, most times */
+	probes__settle(t->probes);
 	for (unsigned int h = 0; h < TRACKER_HASH && t->npending; h++) {
 		for (struct tracked *k = t->hash[h]; k; k = k->hnext) {
 			if (k->pending)
