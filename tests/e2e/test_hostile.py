@@ -713,6 +713,59 @@ def test_many_large_perf_maps_are_read_within_a_budget(ctx):
     assert_cadence(lines, start)
 
 
+def symbol_bomb(path, nsyms):
+    """A shared library whose spin(ms) burns CPU, beside nsyms local symbols (a label
+    each, one instruction apart): a .symtab just under the per-file symbol bound."""
+    src = path + ".s"
+    with open(src, "w") as f:
+        f.write(".text\n")
+        f.write("".join("lw_sym_%d:\n\tnop\n" % i for i in range(nsyms)))
+        f.write('.section .note.GNU-stack,"",@progbits\n')
+    spin = path + ".c"
+    with open(spin, "w") as f:
+        f.write("#include <time.h>\n"
+                "__attribute__((noinline)) void spin(int ms)\n{\n"
+                "\tstruct timespec a, b;\n\tclock_gettime(CLOCK_MONOTONIC, &a);\n"
+                "\tdo\n\t\tclock_gettime(CLOCK_MONOTONIC, &b);\n"
+                "\twhile ((b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000 < ms);\n"
+                "}\n")
+    subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-o", path, spin, src], check=True)
+    os.unlink(src)
+    os.unlink(spin)
+
+
+def test_many_large_symbol_tables_are_loaded_within_a_budget(ctx):
+    """Ten libraries of 1M symbols each (39 MB files; 0.3-0.5 s of CPU to load each
+    table), each called for 30 ms of CPU by a loop: their tables are loaded a few a
+    second (0.3 s of CPU a second for all files), the rest named "[symbols deferred]"
+    until their turn; intervals and /healthz go on, and loopwatch's memory stays within
+    the symbol cache's bound."""
+    d = tempfile.mkdtemp(prefix="loopwatch-syms-")
+    paths = [os.path.join(d, "libsym%d.so" % i) for i in range(10)]
+    try:
+        symbol_bomb(paths[0], 1000000)
+        for p in paths[1:]:
+            shutil.copy(paths[0], p)
+        setup = ("    import ctypes\n"
+                 "    libs = [ctypes.CDLL(p) for p in %r]\n"
+                 "    def spin():\n"
+                 "        for l in libs:\n"
+                 "            l.spin(30)\n") % paths
+        lines, err, rss_kb, failures, start = hostile_run(ctx, setup, seconds=12)
+    finally:
+        shutil.rmtree(d)
+    names = {f["func"] for s in of_type(lines, "stall") for st in s["stacks"]
+             for f in st["frames"] if f.get("module", "").startswith("libsym")}
+    print("peak RSS %d MiB; frames in the libraries: %s" % (rss_kb >> 10, sorted(names)))
+    assert "spin" in names, names
+    assert not failures, failures
+    assert_cadence(lines, start)
+    # the ~70 MiB loopwatch takes anyway, the cache's 256 MiB, and the one table being
+    # loaded: its symbols (40 MiB for 1 Mi), names (32 MiB at most) and libelf's copy of
+    # its sections (~40 MiB here); ASan's quarantine keeps up to 256 MiB of what was freed
+    assert rss_kb < (440 + 256 * asan_built(ctx)) << 10, "peak RSS %d MiB" % (rss_kb >> 10)
+
+
 def test_costly_call_frame_information_is_built_within_a_budget(ctx):
     """A 2.4 MB file of 100 FDEs of 8,000 rows each (libdw evaluates each row from its
     FDE's start: 3.2G steps, seconds of CPU) and ten files just under the budget of

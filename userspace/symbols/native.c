@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "lib/clock.h"
+#include "lib/text.h"
 #include "proc/debugfile.h"
 #include "proc/elf.h"
 #include "proc/minidebug.h"
@@ -46,6 +47,14 @@
 #define MAX_FILE_LOAD_NS	500000000ull
 #define MAX_CACHE_BYTES		(256ull << 20)
 #define SYM_OVER_BUDGET		"[symbols over budget]"
+/*
+ * All files' tables together load at most this share of a CPU (0.3 s a
+ * second, a burst of one file's budget): ten large tables mapped at once
+ * would otherwise hold collection for seconds. A file waiting its turn is
+ * named SYM_DEFERRED until then.
+ */
+#define LOAD_CPU_PERMILLE	300
+#define SYM_DEFERRED		"[symbols deferred]"
 #define MAX_KALLSYMS_BYTES	(256u << 20)
 #define MAX_ELF_BYTES		(4ull << 30)
 #define MAX_VDSO_BYTES		(64u << 10)
@@ -89,6 +98,7 @@ struct sym_file {
 	struct timespec mtime;
 	bool is_vdso;		/* then ino holds a hash of the image */
 	bool over_budget;	/* its symbols were not kept: frames say so */
+	bool deferred;		/* not loaded yet: the load budget was spent */
 
 	unsigned int refs;
 	uint64_t last_used;
@@ -128,6 +138,11 @@ struct symbolizer {
 	struct sym_file *files;
 	uint64_t files_bytes;	/* what the cached files' tables hold */
 	uint64_t tick;
+	/* CPU time the tables may still take to load (LOAD_CPU_PERMILLE), and when it was */
+	int64_t load_credit_ns;
+	uint64_t load_credit_at;
+	bool said_deferred;
+	bool said_over_budget;
 
 	bool ksyms_tried;
 	struct symtab ksyms;
@@ -202,6 +217,21 @@ static bool symtab__add(struct symtab *t, uint64_t addr, uint64_t size, const ch
 	memcpy(t->names + t->names_len, name, name_len);
 	t->names[t->names_len + name_len] = '\0';
 	t->names_len = need;
+	return true;
+}
+
+/* Room for n more symbols in one step: a table grown by doubling peaks at three times its size. */
+static bool symtab__reserve(struct symtab *t, size_t n)
+{
+	void *tmp;
+
+	if (!n || t->cap - t->n >= n)
+		return true;
+	tmp = realloc(t->syms, (t->n + n) * sizeof(*t->syms));
+	if (!tmp)
+		return false;
+	t->syms = tmp;
+	t->cap = t->n + n;
 	return true;
 }
 
@@ -317,16 +347,36 @@ struct symtab_load {
 	struct symtab *t;
 	bool arm;
 	uint64_t deadline_ns;	/* thread CPU time */
+	uint64_t room;		/* bytes the cache has left for this table */
 	bool over_budget;
 };
+
+static uint64_t symtab__bytes(const struct symtab *t)
+{
+	return t->cap * sizeof(*t->syms) + t->names_cap;
+}
 
 /* Checked as symbols come in: a hostile table stops costing at its budget. */
 static bool symtab_load__over(struct symtab_load *ld)
 {
 	if (ld->t->n >= MAX_FILE_SYMS || ld->t->names_len >= MAX_FILE_NAME_BYTES ||
+	    symtab__bytes(ld->t) > ld->room ||
 	    (!(ld->t->n % 4096) && clock__thread_cpu_ns() > ld->deadline_ns))
 		ld->over_budget = true;
 	return ld->over_budget;
+}
+
+/*
+ * Before a table is read: its section header says how many symbols come,
+ * and room is made for them at once -- or the file is over budget, with
+ * nothing allocated.
+ */
+static bool symtab_load__admit(struct symtab_load *ld, size_t count)
+{
+	if (count > MAX_FILE_SYMS || (ld->t->n + count) * sizeof(struct sym) > ld->room ||
+	    !symtab__reserve(ld->t, count))
+		ld->over_budget = true;
+	return !ld->over_budget;
 }
 
 static int symbol__add(const struct elf_symbol *sym, void *ctx)
@@ -362,8 +412,8 @@ static bool sym_file__load_symtab(struct sym_file *sf, const struct elf_handle *
 	int ret;
 
 	/* the table's own size tells first, before anything is copied */
-	ld->over_budget = elf__symbol_count(h, SHT_SYMTAB) > MAX_FILE_SYMS;
-	ret = ld->over_budget ? -E2BIG : elf__symbols(h, SHT_SYMTAB, symbol__add, ld);
+	ret = symtab_load__admit(ld, elf__symbol_count(h, SHT_SYMTAB)) ?
+		      elf__symbols(h, SHT_SYMTAB, symbol__add, ld) : -E2BIG;
 	if (ld->over_budget || (ret && ret != -EIO) || !sf->tab.n) {
 		/* an allocation failure may have added a few: start over cleanly */
 		symtab__free(&sf->tab);
@@ -380,9 +430,9 @@ static bool sym_file__load_symtab(struct sym_file *sf, const struct elf_handle *
  * marked, rather than falling back to a smaller one.
  */
 static void sym_file__load_symbols(struct sym_file *sf, const struct elf_handle *h,
-				   struct proc *p, const char *path)
+				   struct proc *p, const char *path, uint64_t room)
 {
-	struct symtab_load ld = { .t = &sf->tab };
+	struct symtab_load ld = { .t = &sf->tab, .room = room };
 	struct elf_handle dbg;
 	GElf_Ehdr eh;
 	bool done;
@@ -408,8 +458,8 @@ static void sym_file__load_symbols(struct sym_file *sf, const struct elf_handle 
 		elf__close(&dbg);
 	}
 	if (!done && !ld.over_budget) {
-		ld.over_budget = elf__symbol_count(h, SHT_DYNSYM) > MAX_FILE_SYMS;
-		if (!ld.over_budget && elf__symbols(h, SHT_DYNSYM, symbol__add, &ld) &&
+		if (symtab_load__admit(&ld, elf__symbol_count(h, SHT_DYNSYM)) &&
+		    elf__symbols(h, SHT_DYNSYM, symbol__add, &ld) &&
 		    !sf->tab.n)
 			symtab__free(&sf->tab);
 	}
@@ -437,11 +487,11 @@ static uint64_t sym_file__bytes(const struct sym_file *sf)
  * non-ELF or truncated files are not re-read for every address.
  */
 static void sym_file__load(struct sym_file *sf, struct elf_handle *h, struct proc *p,
-			   const char *path)
+			   const char *path, uint64_t room)
 {
 	if (elf__loads(h, &sf->segs, &sf->nsegs))
 		return;
-	sym_file__load_symbols(sf, h, p, path);
+	sym_file__load_symbols(sf, h, p, path, room);
 }
 
 static void sym_file__destroy(struct sym_file *sf)
@@ -611,10 +661,76 @@ static void files__put(struct sym_file *sf)
 		sf->refs--;
 }
 
+/* What the cache can give a new table: its bound less the files in use (idle ones make way). */
+static uint64_t files__room(const struct symbolizer *s)
+{
+	uint64_t used = 0;
+
+	for (const struct sym_file *sf = s->files; sf; sf = sf->next) {
+		if (sf->refs)
+			used += sym_file__bytes(sf);
+	}
+	return used < MAX_CACHE_BYTES ? MAX_CACHE_BYTES - used : 0;
+}
+
+/* The load budget of all files (LOAD_CPU_PERMILLE), refilled by the time since last asked. */
+static bool symbolizer__may_load(struct symbolizer *s)
+{
+	uint64_t now = clock__mono_ns();
+
+	if (!s->load_credit_at)
+		s->load_credit_ns = (int64_t)MAX_FILE_LOAD_NS;
+	else
+		s->load_credit_ns += (int64_t)((now - s->load_credit_at) * LOAD_CPU_PERMILLE / 1000);
+	if (s->load_credit_ns > (int64_t)MAX_FILE_LOAD_NS)
+		s->load_credit_ns = (int64_t)MAX_FILE_LOAD_NS;
+	s->load_credit_at = now;
+	return s->load_credit_ns > 0;
+}
+
+/*
+ * A file's table, now if the load budget allows (its CPU time is charged to
+ * it), else deferred to a later frame of the file. Counted against the cache
+ * either way (sf was not yet, or only as deferred).
+ */
+static void symbolizer__load_file(struct symbolizer *s, struct sym_file *sf, int fd,
+				  struct proc *p, const char *path)
+{
+	struct elf_handle h;
+	uint64_t cpu;
+	char name[256];
+
+	if (!symbolizer__may_load(s)) {
+		sf->deferred = true;
+		files__account(s, sf);
+		if (!s->said_deferred) {
+			s->said_deferred = true;
+			fprintf(stderr, "loopwatch: symbol tables load at %.1f s of CPU a second; "
+				"frames of files not loaded yet say %s\n",
+				LOAD_CPU_PERMILLE / 1000.0, SYM_DEFERRED);
+		}
+		return;
+	}
+	sf->deferred = false;
+	cpu = clock__thread_cpu_ns();
+	if (!elf__open_fd(&h, fd)) {
+		sym_file__load(sf, &h, p, path, files__room(s));
+		elf__close(&h);
+	}
+	s->load_credit_ns -= (int64_t)(clock__thread_cpu_ns() - cpu);
+	files__account(s, sf);
+	if (sf->over_budget && !s->said_over_budget && path) {
+		s->said_over_budget = true;
+		str__copy(name, sizeof(name), path);
+		fprintf(stderr, "loopwatch: %s: symbol table over budget (1 Mi symbols, 32 MiB of "
+			"names, 0.5 s of CPU a file, 256 MiB for all): its frames say %s\n",
+			str__sanitize(name), SYM_OVER_BUDGET);
+	}
+}
+
 static struct sym_file *symbolizer__file_for(struct symbolizer *s, struct proc *p,
 					     const struct proc_mapping *m)
 {
-	struct elf_handle h;
 	struct sym_file *sf;
 	struct stat st;
 	int fd;
@@ -629,15 +745,31 @@ static struct sym_file *symbolizer__file_for(struct symbolizer *s, struct proc *
 	sf = files__find(s, &st, false);
 	if (!sf) {
 		sf = files__insert(s, &st, false);
-		if (sf && !elf__open_fd(&h, fd)) {
-			sym_file__load(sf, &h, p, m->path);
-			elf__close(&h);
-		}
 		if (sf)
-			files__account(s, sf);
+			symbolizer__load_file(s, sf, fd, p, m->path);
+	} else if (sf->deferred) {
+		s->files_bytes -= sym_file__bytes(sf);
+		symbolizer__load_file(s, sf, fd, p, m->path);
 	}
 	close(fd);
 	return sf;
+}
+
+/* A deferred file of a mapping already resolved: its turn may have come. */
+static void symbolizer__retry(struct symbolizer *s, struct proc *p, const struct proc_mapping *m,
+			      struct sym_file *sf)
+{
+	struct stat st;
+	int fd = proc__open_mapping(p, m, &st);
+
+	if (fd < 0)
+		return;
+	if (st.st_dev == sf->dev && st.st_ino == sf->ino && st.st_size == sf->size &&
+	    st.st_mtim.tv_sec == sf->mtime.tv_sec && st.st_mtim.tv_nsec == sf->mtime.tv_nsec) {
+		s->files_bytes -= sym_file__bytes(sf);
+		symbolizer__load_file(s, sf, fd, p, m->path);
+	}
+	close(fd);
 }
 
 /*
@@ -663,7 +795,7 @@ static struct sym_file *symbolizer__vdso_for(struct symbolizer *s, struct proc *
 	if (!sf) {
 		sf = files__insert(s, &st, true);
 		if (sf && !elf__open_mem(&h, image, len)) {
-			sym_file__load(sf, &h, NULL, NULL);
+			sym_file__load(sf, &h, NULL, NULL, files__room(s));
 			elf__close(&h);
 		}
 		if (sf)
@@ -821,6 +953,12 @@ static void mapping__symbolize(struct symbolizer *s, struct proc *p, struct sym_
 	if (!sm->file)
 		return;
 	sm->file->last_used = ++s->tick;
+	if (sm->file->deferred && m->type == PROC_MAP_FILE)
+		symbolizer__retry(s, p, m, sm->file);
+	if (sm->file->deferred) {
+		str__copy(f->func, sizeof(f->func), SYM_DEFERRED);
+		return;
+	}
 	if (sm->file->over_budget) {
 		str__copy(f->func, sizeof(f->func), SYM_OVER_BUDGET);
 		return;
