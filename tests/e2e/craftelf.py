@@ -4,7 +4,7 @@ import struct
 import zlib
 
 SHF_ALLOC, SHF_EXECINSTR, SHF_COMPRESSED = 0x2, 0x4, 0x800
-SHT_PROGBITS, SHT_STRTAB = 1, 3
+SHT_PROGBITS, SHT_STRTAB, SHT_NOTE = 1, 3, 7
 TEXT_ADDR, TEXT = 0x1000, b"\xc3" * 16
 
 
@@ -47,11 +47,43 @@ def debug_frame_rows(fdes, rows):
     return out
 
 
+def build_id_note(build_id):
+    """A .note.gnu.build-id section's bytes (NT_GNU_BUILD_ID, owner "GNU")."""
+    return struct.pack("<III", 4, len(build_id), 3) + b"GNU\0" + build_id + \
+        bytes(-len(build_id) % 4)
+
+
+def eh_frame_lie(rows):
+    """.eh_frame with one FDE of ROWS rows over TEXT_ADDR.. and an .eh_frame_hdr whose
+    search table claims an FDE at every one of those rows, each pointing at that one
+    FDE: evaluated from each claimed start, the FDE costs ROWS^2/2 steps. As write's
+    first two sections (("alloc" sections sit at their file offsets)."""
+    cie = struct.pack("<IB", 0, 1) + b"zR\0" + bytes([1, 0x78, 16, 1, 0x1b,
+                                                     0x0c, 7, 8, 0x90, 1])
+    cie += bytes(-(len(cie) + 4) % 8)
+    cie = struct.pack("<I", len(cie)) + cie
+    frame_addr = TEXT_ADDR + len(TEXT)
+    frame_addr += -frame_addr % 8
+    fde_addr = frame_addr + len(cie)
+    body = bytes([0]) + bytes([0x41, 0x0e, 16, 0x41, 0x0e, 8]) * (rows // 2)
+    # CIE pointer: back from this field to the CIE; pc_begin: pc-relative
+    fde = struct.pack("<Iii", fde_addr + 4 - frame_addr, TEXT_ADDR - (fde_addr + 8),
+                      rows + 1) + body
+    fde += bytes(-(len(fde) + 4) % 8)
+    frame = cie + struct.pack("<I", len(fde)) + fde + bytes(4)
+    hdr_addr = frame_addr + len(frame)
+    hdr_addr += -hdr_addr % 8
+    hdr = bytes([1, 0x1b, 0x03, 0x3b]) + struct.pack("<iI", frame_addr - (hdr_addr + 4), rows)
+    hdr += b"".join(struct.pack("<ii", TEXT_ADDR + i - hdr_addr, fde_addr - hdr_addr)
+                    for i in range(rows))
+    return [(".eh_frame", frame, None, "alloc"), (".eh_frame_hdr", hdr, None, "alloc")]
+
+
 def write(path, sections):
     """An x86-64 ELF shared object of one loaded page (its .text a few `ret`s) and the
-    sections given as (name, bytes, claim): claim None stores bytes as they are; a claim
-    compresses the section (SHF_COMPRESSED, zlib) holding that many zero bytes, bytes
-    unused."""
+    sections given as (name, bytes, claim[, type]): claim None stores bytes as they are;
+    a claim compresses the section (SHF_COMPRESSED, zlib) holding that many zero bytes,
+    bytes unused; type the section's (SHT_PROGBITS unless given)."""
     body = bytearray(TEXT_ADDR) + TEXT
     shstr = bytearray(b"\0")
     headers = [bytes(64)]
@@ -71,9 +103,12 @@ def write(path, sections):
     # .text's bytes are the ones already at TEXT_ADDR
     headers[-1] = struct.pack("<IIQQQQIIQQ", 1, SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR,
                               TEXT_ADDR, TEXT_ADDR, len(TEXT), 0, 0, 16, 0)
-    for name, data, claim in sections:
-        if claim is None:
-            section(name, SHT_PROGBITS, 0, 0, data, 8)
+    for name, data, claim, *typ in sections:
+        if claim is None and typ == ["alloc"]:
+            # loaded data, at the address its file offset says (see eh_frame_lie)
+            section(name, SHT_PROGBITS, SHF_ALLOC, len(body) + (-len(body) % 8), data, 8)
+        elif claim is None:
+            section(name, typ[0] if typ else SHT_PROGBITS, 0, 0, data, 8 if not typ else 4)
         else:
             chdr = struct.pack("<IIQQ", 1, 0, claim, 1)
             section(name, SHT_PROGBITS, SHF_COMPRESSED, 0, chdr + zeros_zlib(claim), 8)

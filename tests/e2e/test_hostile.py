@@ -684,6 +684,57 @@ def test_a_debuglink_to_a_huge_file_is_not_read_whole(ctx):
     assert_cadence(lines, start)
 
 
+def test_a_hostile_build_id_debug_file_in_the_process_namespace_stays_compressed(ctx):
+    """A loop maps a small file that has only a build-id, in a mount namespace of its own
+    whose /usr/lib/debug holds that build-id's debug file: a .debug_frame and four
+    .debug_* sections that inflate to 256 MiB each (it took 1.97 GB and an 18 s freeze).
+    The debug file is read through the process's root, within the inflation budget:
+    loopwatch's peak RSS stays under it, and intervals and /healthz go on."""
+    d = tempfile.mkdtemp(prefix="loopwatch-buildid-")
+    build_id = bytes.fromhex("5a17c0ffee0ddba11ca75eedfacade0123456789")
+    note = (".note.gnu.build-id", craftelf.build_id_note(build_id), None, craftelf.SHT_NOTE)
+    lib = os.path.join(d, "lib.so")
+    craftelf.write(lib, [note])
+    debug = os.path.join(d, "debug", ".build-id", build_id[:1].hex())
+    os.makedirs(debug)
+    craftelf.write(os.path.join(debug, build_id[1:].hex() + ".debug"),
+                   [note, (".debug_frame", craftelf.debug_frame(), None)] +
+                   [(n, b"", 256 << 20) for n in
+                    (".debug_info", ".debug_abbrev", ".debug_str", ".debug_line")])
+    # only the loop's namespace sees it: loopwatch must read it through the process's root
+    wrap = ["unshare", "-m", "--propagation", "private", "sh", "-c",
+            'mount --bind "$0" /usr/lib/debug && exec "$@"', os.path.join(d, "debug")]
+    try:
+        lines, err, rss_kb, failures, start = hostile_run(
+            ctx, MAP_EXEC.format(paths=[lib]), wrap=wrap)
+    finally:
+        shutil.rmtree(d)
+    print("peak RSS %d MiB" % (rss_kb >> 10))
+    assert rss_kb < INFLATE_TOTAL_KB, "peak RSS %d MiB" % (rss_kb >> 10)
+    said = [l for l in err.splitlines() if "compressed sections claim" in l]
+    assert said, "the debug file's claim is not said: %s" % err
+    assert not failures, failures
+    assert_cadence(lines, start)
+
+
+def test_an_eh_frame_hdr_that_lies_costs_its_budget_at_most(ctx):
+    """A 0.6 MB file whose .eh_frame_hdr claims an FDE at each of 60,000 rows of its one
+    FDE (it froze collection 70 s, each claimed start evaluating the FDE from its
+    beginning), beside a good file, mapped by a loop: the lies are seen for what they
+    are within the file's budget; intervals and /healthz go on."""
+    d = tempfile.mkdtemp(prefix="loopwatch-ehlie-")
+    lie = os.path.join(d, "lie.so")
+    craftelf.write(lie, craftelf.eh_frame_lie(60000))
+    try:
+        lines, err, rss_kb, failures, start = hostile_run(ctx, MAP_EXEC.format(paths=[lie]))
+    finally:
+        shutil.rmtree(d)
+    said = [l for l in err.splitlines() if "lie.so" in l and "over its budget" in l]
+    assert len(said) == 1, err
+    assert not failures, failures
+    assert_cadence(lines, start)
+
+
 def test_many_large_perf_maps_are_read_within_a_budget(ctx):
     """Two JIT loops (jitwork, half a CPU each at nice -10), each with a perf map of 3M
     lines before the one that names its code (90 MB each): the maps are read in steps within a budget (1 MiB a step,
