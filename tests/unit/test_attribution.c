@@ -141,6 +141,9 @@ static void culprit__names_the_library_call(void)
 	snprintf(f[1].func, sizeof(f[1].func), "dumps");
 	stack_report__top(s, r.top, sizeof(r.top));
 	CHECK(!strcmp(r.top, "fetch_user (app.py:22) -> dumps (json/__init__.py:73)"), "%s", r.top);
+	/* the same for JS: node's own module by its node: name */
+	for (int i = 0; i < 4; i++)
+		f[i].kind = FRAME_JS;
 	snprintf(f[1].file, sizeof(f[1].file), "node:internal/fs/utils");
 	stack_report__top(s, r.top, sizeof(r.top));
 	CHECK(!strcmp(r.top, "fetch_user (app.py:22) -> dumps (node:internal/fs/utils:73)"), "%s",
