@@ -8,6 +8,7 @@
 
 #include "maps.bpf.h"
 #include "python.bpf.h"
+#include "gil.bpf.h"
 #include "v8.bpf.h"
 #include "unwind.bpf.h"
 
@@ -40,7 +41,10 @@ static __always_inline __u64 loop__book_sleep(struct lw_loop *l, __u64 now)
 
 	if (l->wake_ns >= from && l->wake_ns <= now)
 		to = l->wake_ns;
-	if (to > from)
+	/* a sleep on the GIL is its own part: the holder, not a call, kept it */
+	if (l->off_gil)
+		gil__book_live((struct lw_loop_live *)l, to > from ? to - from : 0);
+	else if (to > from)
 		l->iter.blocked_ns += to - from;
 	return to;
 }

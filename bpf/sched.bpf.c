@@ -38,6 +38,11 @@ static __always_inline void block__note_sleep(void *ctx, struct lw_loop *l,
 	arg0 = BPF_CORE_READ(regs, di);
 	ip = BPF_CORE_READ(regs, ip);
 	sp = BPF_CORE_READ(regs, sp);
+	/* waiting for the GIL is no call of its own: the call before it ends */
+	if (gil__wait_begins(l, nr, arg0, now)) {
+		block__close(l);
+		return;
+	}
 	if (block__same(&l->block, nr, arg0, ip, sp, now)) {
 		l->block.sleeps++;
 		return;
@@ -90,6 +95,7 @@ static __always_inline void loop__switch_out(void *ctx, struct lw_loop *l,
 	l->off_pcount = prev->sched_info.pcount;
 	l->wake_ns = 0;
 	l->off_blocked = sleeping;
+	l->off_gil = 0;
 	l->preempt_walked = 0;
 	l->off_cfs_rq = 0;
 	/*
@@ -232,6 +238,9 @@ int BPF_PROG(loop_sched_wakeup, struct task_struct *p)
 		return 0;
 	now = bpf_ktime_get_ns();
 	l->wake_ns = now;
+	/* the GIL's holder, not its waker, kept it: the samples name that one */
+	if (l->off_gil)
+		return 0;
 	from = l->off_ns > l->busy_start_ns ? l->off_ns : l->busy_start_ns;
 	if (now < from || now - from < block_threshold_ns)
 		return 0;

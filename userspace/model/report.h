@@ -20,6 +20,7 @@ struct stack_report {
 	int samples;		/* CPU samples with this stack; 0 for a blocking call */
 	bool blocked;		/* a blocking call's stack (else CPU samples) */
 	bool runq;		/* where it was preempted, waiting for a CPU */
+	bool gil;		/* another thread's, holding the GIL the loop waited for */
 	char syscall[REPORT_NAME_LEN];
 	__u64 ns;		/* blocked time of the call */
 	int nframes;
@@ -59,6 +60,19 @@ struct neighbour_report {
 	__u64 ns;
 };
 
+/*
+ * A thread of the loop's process that held the GIL while the loop thread
+ * waited for it: its share of gil_ns by the CPU samples that found it
+ * holding it, and where it held it.
+ */
+struct gil_holder_report {
+	__u32 tid;
+	__u32 samples;
+	char comm[LW_COMM_LEN];	/* its thread's name */
+	__u64 ns;
+	int stack;		/* its stack in stacks[] (gil set); -1: not walked */
+};
+
 struct stall_report {
 	double ts;		/* unix seconds at the start of the iteration */
 	__u32 pid;
@@ -84,6 +98,10 @@ struct stall_report {
 	/* who woke it from its sleeps, longest sleeps first (tid 0: an interrupt) */
 	int nwakers;
 	struct neighbour_report wakers[LW_ITER_WAKERS];
+	/* asleep waiting for the GIL (not in blocked_ns), and who held it, most first */
+	__u64 gil_ns;
+	int ngil_holders;
+	struct gil_holder_report gil_holders[LW_ITER_GIL_HOLDERS];
 };
 
 struct block_report {

@@ -143,7 +143,7 @@ static void diagnosis__stuck(struct sink *s, const struct stuck_report *k)
 		st->start_ts = k->so_far.ts;
 		st->ended = false;
 		st->parts_ns[CAUSE_CPU] = k->so_far.oncpu_ns;
-		st->parts_ns[CAUSE_BLOCKED] = k->so_far.blocked_ns;
+		st->parts_ns[CAUSE_BLOCKED] = k->so_far.blocked_ns + k->so_far.gil_ns;
 		st->parts_ns[CAUSE_RUNQ] = k->so_far.runq_ns;
 	}
 }
@@ -205,7 +205,7 @@ static void diagnosis__stall(struct sink *s, const struct stall_report *r)
 		st->ended = true;
 		st->longest_ns = r->duration_ns;
 		st->parts_ns[CAUSE_CPU] = r->oncpu_ns;
-		st->parts_ns[CAUSE_BLOCKED] = r->blocked_ns;
+		st->parts_ns[CAUSE_BLOCKED] = r->blocked_ns + r->gil_ns;
 		st->parts_ns[CAUSE_RUNQ] = r->runq_ns;
 	}
 }

@@ -123,6 +123,17 @@ static void folded__line(struct folded *fd, const struct stall_report *r,
 		line__sep(fd->line, used, ";[more stacks]");
 		return;
 	}
+	/* another thread's stack, holding the GIL the loop waited for: a root of its own */
+	for (int i = 0; st && st->gil && i < r->ngil_holders; i++) {
+		const struct gil_holder_report *h = &r->gil_holders[i];
+		char holder[LW_COMM_LEN + 40];
+
+		if (h->stack != sh->stack)
+			continue;
+		snprintf(holder, sizeof(holder), "[gil held by %s[%u]]", h->comm, h->tid);
+		used = line__sep(fd->line, used, ";");
+		used = line__put(fd->line, used, holder);
+	}
 	if (!st || !st->nframes) {
 		used = line__sep(fd->line, used, ";");
 		line__put(fd->line, used, st ? "[unknown]" : stall_cause__unknown(sh->cause));

@@ -176,9 +176,10 @@ static void stacks__json(FILE *out, const struct stall_report *r)
 static void stall__args(FILE *out, const struct stall_report *r)
 {
 	fprintf(out, "{\"duration_ms\":%.3f,\"oncpu_ms\":%.3f,\"blocked_ms\":%.3f,"
-		"\"runq_ms\":%.3f,\"throttled_ms\":%.3f,\"cause\":\"%s\",\"top\":",
+		"\"runq_ms\":%.3f,\"throttled_ms\":%.3f,\"gil_ms\":%.3f,\"cause\":\"%s\",\"top\":",
 		json__ms(r->duration_ns), json__ms(r->oncpu_ns), json__ms(r->blocked_ns),
-		json__ms(r->runq_ns), json__ms(r->throttled_ns), stall_cause__name(r->cause));
+		json__ms(r->runq_ns), json__ms(r->throttled_ns), json__ms(r->gil_ns),
+		stall_cause__name(r->cause));
 	json__string(out, r->top);
 	fputs(",\"syscalls\":{", out);
 	for (int i = 0; i < r->nsyscalls; i++) {

@@ -470,9 +470,9 @@ static void tui__stall(struct sink *s, const struct stall_report *r)
 	if (!out)
 		return;
 	time__format(when, sizeof(when), r->ts);
-	fprintf(out, "%s STALL %.1f ms: cpu %.1f blocked %.1f runq %.1f ms; %s: %s\n", when,
-		ms(r->duration_ns), ms(r->oncpu_ns), ms(r->blocked_ns), ms(r->runq_ns),
-		stall_cause__name(r->cause), r->top);
+	fprintf(out, "%s STALL %.1f ms: cpu %.1f blocked %.1f runq %.1f gil %.1f ms; %s: %s\n",
+		when, ms(r->duration_ns), ms(r->oncpu_ns), ms(r->blocked_ns), ms(r->runq_ns),
+		ms(r->gil_ns), stall_cause__name(r->cause), r->top);
 	for (int i = 0; i < r->nstacks; i++) {
 		const struct stack_report *st = &r->stacks[i];
 		struct tui_stack_group *g = &groups[ngroups];
