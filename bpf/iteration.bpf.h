@@ -152,6 +152,9 @@ static __always_inline void cpu_wait__charge(struct task_struct *prev)
 	w->top[n].pid = prev->tgid;
 	w->top[n].ns = ns;
 	w->top[n].kstack = -1;
+	w->top[n].ustack = 0;
+	w->top[n].pystack = 0;
+	w->top[n].v8stack = 0;
 	bpf_probe_read_kernel(w->top[n].comm, sizeof(w->top[n].comm), prev->comm);
 }
 

@@ -165,7 +165,14 @@ struct lw_neighbour {
 	 * task it interrupted: its frames tell it apart.
 	 */
 	__s32 kstack;
-	__u32 pad;
+	/*
+	 * A waker's user, Python and JS stacks at the wake-up (ids as in
+	 * struct lw_stack_ref; 0: none), walked only for a sleep that brings
+	 * its iteration's blocked time to half the slow threshold.
+	 */
+	__u32 ustack;
+	__u32 pystack;
+	__u32 v8stack;
 };
 
 /*

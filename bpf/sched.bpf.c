@@ -249,9 +249,24 @@ int BPF_PROG(loop_sched_wakeup, struct task_struct *p)
 	w.tid = waker->pid;
 	w.pid = waker->tgid;
 	bpf_get_current_comm(w.comm, sizeof(w.comm));
-	/* 2: this program and bpf_trace_run */
-	w.kstack = bpf_get_stackid(ctx, &stacks, 2 | BPF_F_REUSE_STACKID);
-	counter__inc(LW_CTR_STACK_WALKS);
+	/*
+	 * Its user stack too once the iteration's sleeps reach half the slow
+	 * threshold: then the wake-up ends a wait that makes a stall. From an
+	 * interrupt it is the interrupted task's; userspace drops it when the
+	 * kernel stack says so. 2: this program and bpf_trace_run.
+	 */
+	if (l->iter.blocked_ns + w.ns >= slow_threshold_ns / 2) {
+		struct lw_stack_ref st;
+
+		stack__take(ctx, &st, 2);
+		w.kstack = st.kernel;
+		w.ustack = st.user;
+		w.pystack = st.python;
+		w.v8stack = st.v8;
+	} else {
+		w.kstack = bpf_get_stackid(ctx, &stacks, 2 | BPF_F_REUSE_STACKID);
+		counter__inc(LW_CTR_STACK_WALKS);
+	}
 	party__add(l->iter.wakers, &l->iter.nwakers, LW_ITER_WAKERS, &w);
 	return 0;
 }

@@ -88,6 +88,8 @@ async def spin(seconds, nthreads, truth_path):
                    "window_ms": (wall1 - wall0) / 1e6, "slept_ms": slept / 1e6,
                    "oncpu_ms": (oncpu1 - oncpu0) / 1e6, "runq_ms": (waited1 - waited0) / 1e6,
                    "version": "%d.%d" % sys.version_info[:2]}, f)
+    # alive a while: the tracer reads the code objects its stalls' stacks name
+    await asyncio.sleep(1.5)
 
 
 async def wait_for_go(loop):

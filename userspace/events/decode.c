@@ -251,6 +251,17 @@ static int parties__copy(struct decoder *d, __u32 pid, const struct lw_neighbour
 			continue;
 		}
 		count++;
+		p->top[0] = '\0';
+		if (!irq && (v[i].ustack || v[i].pystack || v[i].v8stack)) {
+			struct lw_stack_ref ref = { .user = v[i].ustack, .kernel = -1,
+						    .python = v[i].pystack, .v8 = v[i].v8stack };
+			struct stack_report s = { 0 };
+
+			stack__resolve(d, v[i].pid, ref, NULL, &s);
+			if (s.nframes)
+				stack_report__top(&s, p->top, sizeof(p->top));
+			stack_report__clear(&s);
+		}
 		p->tid = irq ? LW_WAKER_INTERRUPT : v[i].tid;
 		p->pid = irq ? 0 : v[i].pid;
 		p->ns = v[i].ns;

@@ -284,8 +284,8 @@ void stall_report__top(const struct stall_report *r, char *buf, size_t len)
 		return;
 	}
 	if (stall_report__waker_dominates(r)) {
-		snprintf(buf, len, "woken by %s[%u] (in %s)", r->wakers[0].comm, r->wakers[0].tid,
-			 own);
+		snprintf(buf, len, "woken by %s[%u]%s%s (in %s)", r->wakers[0].comm,
+			 r->wakers[0].tid, r->wakers[0].top[0] ? " " : "", r->wakers[0].top, own);
 		return;
 	}
 	if (stall_report__neighbour_dominates(r)) {

@@ -52,12 +52,13 @@ struct probe_report {
 	struct stack_report stack;	/* of the caller, at the return */
 };
 
-/* A task that had the CPU while the loop thread waited for it. */
+/* A task that had the CPU while the loop thread waited for it, or that woke it. */
 struct neighbour_report {
 	__u32 tid;
 	__u32 pid;
 	char comm[LW_COMM_LEN];	/* its thread's name */
 	__u64 ns;
+	char top[192];		/* a waker: where it woke the loop, from its user stack; "" */
 };
 
 /*

@@ -112,7 +112,8 @@ static void folded__line(struct folded *fd, const struct stall_report *r,
 {
 	const struct stack_report *st = sh->stack >= 0 ? &r->stacks[sh->stack] : NULL;
 	char proc[LW_COMM_LEN + 16];
-	size_t used = line__put(fd->line, 0, stall_cause__name(sh->cause));
+	/* the GIL's holders' stacks: a cause of their own, as in pprof's gil column */
+	size_t used = line__put(fd->line, 0, st && st->gil ? "gil" : stall_cause__name(sh->cause));
 
 	if (!fd->merge) {
 		snprintf(proc, sizeof(proc), "%s-%u", r->comm, r->pid);

@@ -268,7 +268,9 @@ static void json__throttled(FILE *out, const struct stall_report *r)
 		fprintf(out, "%s{\"tid\":%u,\"pid\":%u,\"comm\":", i ? "," : "",
 			r->wakers[i].tid, r->wakers[i].pid);
 		json__string(out, r->wakers[i].comm);
-		fprintf(out, ",\"ms\":%.3f}", json__ms(r->wakers[i].ns));
+		fprintf(out, ",\"ms\":%.3f,\"top\":", json__ms(r->wakers[i].ns));
+		json__string(out, r->wakers[i].top);
+		fputc('}', out);
 	}
 	fprintf(out, "],\"gil_ms\":%.3f,\"gil_holders\":[", json__ms(r->gil_ns));
 	for (int i = 0; i < r->ngil_holders; i++) {
