@@ -38,6 +38,13 @@ struct {
 	__type(value, struct lw_gil_wait);
 } gil_waits SEC(".maps") __weak;
 
+/*
+ * Loop threads asleep on a GIL now, machine-wide: while 0, a CPU sample of a
+ * task that is no loop thread costs one load, not a hash lookup. A count
+ * left over (a loop thread gone in the middle of a wait) only costs lookups.
+ */
+__u64 gil_sleepers __weak;
+
 /* a zeroed value to create entries from: larger than is wise on the BPF stack */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -90,6 +97,8 @@ static __always_inline bool gil__wait_begins(struct lw_loop *l, __s32 nr, __u64 
 		w->samples = 0;
 	}
 	w->last_ns = now;
+	if (!w->waiting)
+		__sync_fetch_and_add(&gil_sleepers, 1);
 	w->waiting = 1;
 	return true;
 }
@@ -112,6 +121,8 @@ __weak __noinline int gil__book_live(struct lw_loop_live *live, __u64 ns)
 	w = gil_wait__of(l->pid, false);
 	if (!w || w->loop_tid != l->tid)
 		return 0;
+	if (w->waiting)
+		__sync_fetch_and_add(&gil_sleepers, -1);
 	w->waiting = 0;
 	if (w->busy_start_ns != l->busy_start_ns)
 		return 0;
@@ -136,6 +147,8 @@ static __always_inline struct lw_gil_holder *gil__sample(struct task_struct *tas
 	__u32 locked = 0;
 	__u64 tstate, now;
 
+	if (!gil_sleepers)
+		return NULL;
 	w = gil_wait__of(pid, false);
 	if (!w || !w->waiting)
 		return NULL;
