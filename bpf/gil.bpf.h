@@ -132,6 +132,20 @@ __weak __noinline int gil__book_live(struct lw_loop_live *live, __u64 ns)
 	return 0;
 }
 
+/* A loop thread ends asleep on the GIL (a killed process): its watch ends with it. */
+static __always_inline void gil__abandon(struct lw_loop *l)
+{
+	struct lw_gil_wait *w;
+
+	if (!l->off_gil)
+		return;
+	w = gil_wait__of(l->pid, false);
+	if (!w || w->loop_tid != l->tid || !w->waiting)
+		return;
+	w->waiting = 0;
+	__sync_fetch_and_add(&gil_sleepers, -1);
+}
+
 /*
  * A CPU sample of a task that is no loop thread: does it hold the GIL a
  * loop thread of its process sleeps on? Counted for it; returns its entry

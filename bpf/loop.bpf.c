@@ -598,6 +598,7 @@ int BPF_PROG(loop_thread_exit, struct task_struct *task)
 	if (!l)
 		return 0;
 	l->flags |= LW_THREAD_EXITED;
+	gil__abandon(l);
 	tid = l->tid;
 	if (bpf_map_update_elem(&loops_final, &tid, l, BPF_ANY)) {
 		counter__inc(LW_CTR_EVENTS_DROPPED);
