@@ -157,7 +157,7 @@ static void stacks__json(FILE *out, const struct stall_report *r)
 	fputs(",\"stacks\":[", out);
 	for (int i = 0; i < n && i < TRACE_STACKS; i++) {
 		fprintf(out, "%s{\"cause\":\"%s\"", i ? "," : "",
-			v[i]->blocked ? "blocked" : v[i]->runq ? "runq" : "cpu");
+			v[i]->gil ? "gil" : v[i]->blocked ? "blocked" : v[i]->runq ? "runq" : "cpu");
 		if (v[i]->samples)
 			fprintf(out, ",\"samples\":%d", v[i]->samples);
 		else
@@ -194,6 +194,17 @@ static void stall__args(FILE *out, const struct stall_report *r)
 			fputc(',', out);
 		json__string(out, r->probes[i].label);
 		fprintf(out, ":%.3f", json__ms(r->probes[i].ns));
+	}
+	/* who held the GIL it waited for: "cruncher1[1234]": ms */
+	fputs("},\"gil_holders\":{", out);
+	for (int i = 0; i < r->ngil_holders; i++) {
+		char who[LW_COMM_LEN + 16];
+
+		snprintf(who, sizeof(who), "%s[%u]", r->gil_holders[i].comm, r->gil_holders[i].tid);
+		if (i)
+			fputc(',', out);
+		json__string(out, who);
+		fprintf(out, ":%.3f", json__ms(r->gil_holders[i].ns));
 	}
 	fputc('}', out);
 	stacks__json(out, r);
