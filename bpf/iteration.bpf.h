@@ -8,6 +8,7 @@
 
 #include "maps.bpf.h"
 #include "python.bpf.h"
+#include "gil.bpf.h"
 #include "v8.bpf.h"
 #include "unwind.bpf.h"
 
@@ -40,7 +41,10 @@ static __always_inline __u64 loop__book_sleep(struct lw_loop *l, __u64 now)
 
 	if (l->wake_ns >= from && l->wake_ns <= now)
 		to = l->wake_ns;
-	if (to > from)
+	/* a sleep on the GIL is its own part: the holder, not a call, kept it */
+	if (l->off_gil)
+		gil__book_live((struct lw_loop_live *)l, to > from ? to - from : 0);
+	else if (to > from)
 		l->iter.blocked_ns += to - from;
 	return to;
 }
@@ -148,6 +152,9 @@ static __always_inline void cpu_wait__charge(struct task_struct *prev)
 	w->top[n].pid = prev->tgid;
 	w->top[n].ns = ns;
 	w->top[n].kstack = -1;
+	w->top[n].ustack = 0;
+	w->top[n].pystack = 0;
+	w->top[n].v8stack = 0;
 	bpf_probe_read_kernel(w->top[n].comm, sizeof(w->top[n].comm), prev->comm);
 }
 

@@ -193,12 +193,21 @@ static __always_inline void loop__end_iteration(struct lw_loop *l, struct task_s
 		l->iter.blocked_ns = busy_ns - runq;
 	if (l->iter.throttled_ns > runq)
 		l->iter.throttled_ns = runq;
+	/* the sleeps on the GIL and the others fit in what is left */
+	if (l->iter.gil_ns > busy_ns - runq)
+		l->iter.gil_ns = busy_ns - runq;
+	if (l->iter.blocked_ns > busy_ns - runq - l->iter.gil_ns)
+		l->iter.blocked_ns = busy_ns - runq - l->iter.gil_ns;
 	block__close(l);
 	if (busy_ns >= slow_threshold_ns)
 		stall__emit(l, now, busy_ns);
 	l->blocked_ns += l->iter.blocked_ns;
 	l->runq_ns += l->iter.runq_ns;
 	l->throttled_ns += l->iter.throttled_ns;
+	l->gil_ns += l->iter.gil_ns;
+	l->iter.gil_ns = 0;
+	l->iter.ngil_holders = 0;
+	l->iter.gil_samples = 0;
 	l->iter.blocked_ns = 0;
 	l->iter.runq_ns = 0;
 	l->iter.throttled_ns = 0;
@@ -589,6 +598,7 @@ int BPF_PROG(loop_thread_exit, struct task_struct *task)
 	if (!l)
 		return 0;
 	l->flags |= LW_THREAD_EXITED;
+	gil__abandon(l);
 	tid = l->tid;
 	if (bpf_map_update_elem(&loops_final, &tid, l, BPF_ANY)) {
 		counter__inc(LW_CTR_EVENTS_DROPPED);

@@ -92,6 +92,7 @@ struct lw_hist_sums {
 #define LW_ITER_BLOCKS 8	/* blocking calls with their stacks per iteration */
 #define LW_ITER_NEIGHBOURS 4	/* tasks that had the CPU while it waited, the longest */
 #define LW_ITER_WAKERS 4	/* tasks that woke it from its sleeps, the longest sleeps */
+#define LW_ITER_GIL_HOLDERS 4	/* Python threads that held the GIL while it waited for it */
 /* a waker's tid when an interrupt woke it (a timer, a device): no task did */
 #define LW_WAKER_INTERRUPT 0
 #define LW_STACK_DEPTH 64
@@ -164,7 +165,25 @@ struct lw_neighbour {
 	 * task it interrupted: its frames tell it apart.
 	 */
 	__s32 kstack;
-	__u32 pad;
+	/*
+	 * A waker's user, Python and JS stacks at the wake-up (ids as in
+	 * struct lw_stack_ref; 0: none), walked only for a sleep that brings
+	 * its iteration's blocked time to half the slow threshold.
+	 */
+	__u32 ustack;
+	__u32 pystack;
+	__u32 v8stack;
+};
+
+/*
+ * A thread of the loop's own Python process that CPU samples found holding
+ * the GIL while the loop thread slept waiting for it (bpf/gil.bpf.h).
+ */
+struct lw_gil_holder {
+	__u32 tid;
+	__u32 samples;		/* samples that found it holding the GIL */
+	char comm[LW_COMM_LEN];	/* its thread's name */
+	struct lw_stack_ref stack;	/* walked at its first such sample; user 0: none */
 };
 
 struct lw_block_ref {
@@ -214,6 +233,16 @@ struct lw_iter {
 	__u32 nwakers;
 	__u32 pad_wakers;
 	struct lw_neighbour wakers[LW_ITER_WAKERS];
+	/*
+	 * Asleep waiting for the GIL of its Python process (a futex inside the
+	 * interpreter's struct _gil_runtime_state): not blocked_ns, a part of
+	 * its own. Who held it: gil_holders, by CPU samples of the process's
+	 * threads taken while it slept (gil_samples of them found a holder).
+	 */
+	__u64 gil_ns;
+	__u32 ngil_holders;
+	__u32 gil_samples;
+	struct lw_gil_holder gil_holders[LW_ITER_GIL_HOLDERS];
 };
 
 /* The other end of a socket, read from the kernel's socket at the first sleep. */
@@ -458,6 +487,9 @@ struct lw_loop {
 	/* that preemption's CPU, and whether its wait table there is this thread's */
 	__u32 off_cpu;
 	__u32 off_watching;
+	__u64 gil_ns;		/* asleep waiting for the GIL, inside iterations */
+	__u32 off_gil;		/* this off period is a sleep on the GIL */
+	__u32 pad_gil;
 	struct lw_hist busy_hist;	/* last: split at LW_LOOP_LIVE_BUCKETS */
 	/*
 	 * Of busy_hist's buckets, the sum of their durations (arrival-weighted

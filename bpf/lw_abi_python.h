@@ -66,6 +66,15 @@ struct lw_py_proc {
 	__u32 is_entry_mask;	/* 1 in 3.11, else 0 */
 	__u32 every_entry;	/* 1: one C eval call per frame (3.8-3.10) */
 	__u32 tstate_task;	/* 3.14+: asyncio_running_task in the tstate; 0: not known */
+	/*
+	 * The process's GIL (struct _gil_runtime_state): a loop thread asleep
+	 * on a futex inside its gil_size bytes waits for the GIL. 0: not known.
+	 */
+	__u64 gil;
+	__u32 gil_size;
+	__u32 gil_holder;	/* last_holder: the PyThreadState holding it, or that last did */
+	__u32 gil_locked;	/* locked: 1 while held */
+	__u32 pad_gil;
 };
 
 /* One Python frame as BPF saw it; userspace reads the code object later. */

@@ -24,7 +24,15 @@ int loop_sample(struct bpf_perf_event_data *ctx)
 	__u32 seen, slot;
 	bool owed;
 
-	if (!l || !loop__busy(l))
+	if (!l) {
+		struct lw_gil_holder *h = gil__sample(task);
+
+		/* it holds the GIL a loop thread waits for: where it holds it */
+		if (h)
+			stack__take(ctx, &h->stack, 0);
+		return 0;
+	}
+	if (!loop__busy(l))
 		return 0;
 	/*
 	 * The iteration's own age: its waits for a CPU so far (the scheduler's

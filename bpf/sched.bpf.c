@@ -38,6 +38,11 @@ static __always_inline void block__note_sleep(void *ctx, struct lw_loop *l,
 	arg0 = BPF_CORE_READ(regs, di);
 	ip = BPF_CORE_READ(regs, ip);
 	sp = BPF_CORE_READ(regs, sp);
+	/* waiting for the GIL is no call of its own: the call before it ends */
+	if (gil__wait_begins(l, nr, arg0, now)) {
+		block__close(l);
+		return;
+	}
 	if (block__same(&l->block, nr, arg0, ip, sp, now)) {
 		l->block.sleeps++;
 		return;
@@ -90,6 +95,7 @@ static __always_inline void loop__switch_out(void *ctx, struct lw_loop *l,
 	l->off_pcount = prev->sched_info.pcount;
 	l->wake_ns = 0;
 	l->off_blocked = sleeping;
+	l->off_gil = 0;
 	l->preempt_walked = 0;
 	l->off_cfs_rq = 0;
 	/*
@@ -232,6 +238,9 @@ int BPF_PROG(loop_sched_wakeup, struct task_struct *p)
 		return 0;
 	now = bpf_ktime_get_ns();
 	l->wake_ns = now;
+	/* the GIL's holder, not its waker, kept it: the samples name that one */
+	if (l->off_gil)
+		return 0;
 	from = l->off_ns > l->busy_start_ns ? l->off_ns : l->busy_start_ns;
 	if (now < from || now - from < block_threshold_ns)
 		return 0;
@@ -240,9 +249,24 @@ int BPF_PROG(loop_sched_wakeup, struct task_struct *p)
 	w.tid = waker->pid;
 	w.pid = waker->tgid;
 	bpf_get_current_comm(w.comm, sizeof(w.comm));
-	/* 2: this program and bpf_trace_run */
-	w.kstack = bpf_get_stackid(ctx, &stacks, 2 | BPF_F_REUSE_STACKID);
-	counter__inc(LW_CTR_STACK_WALKS);
+	/*
+	 * Its user stack too once the iteration's sleeps reach half the slow
+	 * threshold: then the wake-up ends a wait that makes a stall. From an
+	 * interrupt it is the interrupted task's; userspace drops it when the
+	 * kernel stack says so. 2: this program and bpf_trace_run.
+	 */
+	if (l->iter.blocked_ns + w.ns >= slow_threshold_ns / 2) {
+		struct lw_stack_ref st;
+
+		stack__take(ctx, &st, 2);
+		w.kstack = st.kernel;
+		w.ustack = st.user;
+		w.pystack = st.python;
+		w.v8stack = st.v8;
+	} else {
+		w.kstack = bpf_get_stackid(ctx, &stacks, 2 | BPF_F_REUSE_STACKID);
+		counter__inc(LW_CTR_STACK_WALKS);
+	}
 	party__add(l->iter.wakers, &l->iter.nwakers, LW_ITER_WAKERS, &w);
 	return 0;
 }

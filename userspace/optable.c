@@ -123,8 +123,9 @@ const struct opt_doc opt_docs[] = {
 	{ NULL, OPT_PPROF, "pprof", 0, "FILE",
 	  "stall time as a gzip'd pprof profile (go tool pprof, Pyroscope, Parca): samples by "
 	  "cause, labels pid, thread, service, cause",
-	  "The same shares as --folded: sample types stall (the default), cpu, blocked and "
-	  "runq in nanoseconds, one location per frame (Python and JavaScript frames with file "
+	  "The same shares as --folded: sample types stall (the default), cpu, blocked, runq "
+	  "and gil (a Python loop's wait for the GIL, at its holders' stacks) in nanoseconds, "
+	  "one location per frame (Python and JavaScript frames with file "
 	  "and line), labels pid, tid, thread, comm, service and cause." },
 
 	{ "OPENTELEMETRY", OPT_OTLP, "otlp", 0, "URL",

@@ -5,7 +5,7 @@ import os
 import re
 import time
 
-from lwtest import load_truth, of_type, run_traced, tmpfile
+from lwtest import APPS_DIR, load_truth, of_type, run_traced, tmpfile
 
 CGROUP_V1_CPU = "/sys/fs/cgroup/cpu"
 STALL_MS = 20
@@ -182,15 +182,17 @@ def run_wakework(ctx, mode, iterations=40):
 def check_woken_by_worker(ctx, mode):
     """A loop that waits (on a pipe, on a futex) inside each iteration for an answer a
     thread named answerer gives 25 ms later: at least 90 % of its stalls name the
-    answerer first, by thread id and name (its process too), with the time it woke the
-    loop from within 15 % of the loop's own measured wait."""
+    answerer first, by thread id and name (its process too) and the function it woke the
+    loop from (its user stack at the wake-up), with the time it woke the loop from
+    within 15 % of the loop's own measured wait."""
     truth, lines = run_wakework(ctx, mode)
     stalls = [s for s in of_type(lines, "stall", tid=truth["tid"])
               if s["duration_ms"] >= STALL_MS]
     waits = sorted(truth["waited_ns"])
     assert len(stalls) >= 0.8 * len(waits), "%d stalls of %d waits" % (len(stalls), len(waits))
-    want = "woken by answerer[%d]" % truth["worker_tid"]
+    want = "woken by answerer[%d] answerer__run" % truth["worker_tid"]
     named = [s for s in stalls if s["top"].startswith(want) and s["wakers"] and
+             s["wakers"][0]["top"].startswith("answerer__run") and
              s["wakers"][0]["tid"] == truth["worker_tid"] and
              s["wakers"][0]["comm"] == "answerer" and s["wakers"][0]["pid"] == truth["pid"]]
     assert len(named) >= 0.9 * len(stalls), "%d of %d stalls say %r: %s" % (
@@ -210,6 +212,31 @@ def test_waker_of_a_pipe_read_is_named(ctx):
 def test_waker_of_a_futex_wait_is_named(ctx):
     """The loop waits on a condition variable the answerer signals: the answerer woke it."""
     check_woken_by_worker(ctx, "futex")
+
+
+def test_waker_of_a_python_lock_is_named_with_its_function(ctx):
+    """A Python loop takes a threading.Lock a thread named lockholder holds for 25 ms
+    at a time, in hold_the_lock: at least 90 % of its stalls of 20 ms or more name the
+    lockholder first, by thread id and name, and the Python function it released the
+    lock in, from its stack at the wake-up."""
+    out = tmpfile()
+    _, lines = run_traced(ctx, ["/usr/bin/python3", os.path.join(APPS_DIR, "py_lockwork.py"),
+                                out, "40", "--go"], "--threshold", STALL_MS, settle=1.5,
+                          duration=12)
+    truth = load_truth(out)
+    stalls = [s for s in of_type(lines, "stall", tid=truth["tid"])
+              if s["duration_ms"] >= STALL_MS]
+    waits = [w for w in truth["waited_ns"] if w >= STALL_MS * 1e6]
+    assert len(stalls) >= max(5, 0.5 * len(waits)), "%d stalls of %d waits" % (
+        len(stalls), len(waits))
+    want = "woken by lockholder[%d] hold_the_lock (py_lockwork.py:" % truth["holder_tid"]
+    named = [s for s in stalls if s["top"].startswith(want) and
+             s["wakers"][0]["tid"] == truth["holder_tid"] and
+             s["wakers"][0]["comm"] == "lockholder" and
+             s["wakers"][0]["top"].startswith("hold_the_lock")]
+    assert len(named) >= 0.9 * len(stalls), "%d of %d stalls say %r: %s" % (
+        len(named), len(stalls), want, [(s["top"], s["wakers"]) for s in stalls
+                                        if s not in named][:3])
 
 
 def test_a_timer_wake_names_no_task(ctx):

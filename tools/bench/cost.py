@@ -10,6 +10,10 @@ medians; ranges are min..max over the rounds):
              epoll loop (one iteration per call), on context switches of threads that
              are no loop, and on CPU samples of a loop of 20 us iterations; plus the
              instructions the verifier processed per program
+  gil        a Python loop that waits for the GIL beside two threads holding it
+             (tests/apps/py_gilwork.py, Debian's python3, traced with -p): ns per run
+             of the scheduler and sample programs, and loopwatch's BPF time per loop
+             iteration and per second
   node       a saturated node http server (/ping under wrk; node on one CPU, wrk on
              the other): requests per second, node's CPU time per request and the
              tracer's BPF run time per request, untraced, under the floor, under
@@ -41,7 +45,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import bpfstats  # noqa: E402
 
-SECTIONS = ("kernel", "node", "life", "collector", "stalls")
+SECTIONS = ("kernel", "gil", "node", "life", "collector", "stalls")
+REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 NODE = "/usr/bin/node"
 
 FLOOR, LW = bpfstats.FLOOR, bpfstats.LOOPWATCH
@@ -69,6 +74,66 @@ def spread(xs, fmt="%.1f"):
 def rotated(items, r):
     k = r % len(items)
     return items[k:] + items[:k]
+
+
+# ---- gil: a Python loop waiting for the GIL ---------------------------------------
+
+GIL_SECONDS = 3
+
+
+def gil_round(args):
+    """One run of py_gilwork under loopwatch -p: (what its programs ran from go to the
+    workload's exit, the workload's truth)."""
+    truth = tempfile.mktemp(prefix="cost-gil-", suffix=".json")
+    w = subprocess.Popen(["/usr/bin/python3", os.path.join(REPO, "tests", "apps", "py_gilwork.py"),
+                          truth, str(GIL_SECONDS), "2", "--go"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    pid = int(w.stdout.readline())
+    t = bpfstats.Tracer([args.loopwatch, "--json", "-p", str(pid), "-d", "60"],
+                        cpu=args.tracer_cpu)
+    try:
+        ids = bpfstats.prog_ids(t.pid)
+        time.sleep(1.5)
+        before = bpfstats.snapshot(ids)
+        w.stdin.write("go\n")
+        w.stdin.flush()
+        w.wait(120)
+        d = bpfstats.delta(before, bpfstats.snapshot(ids))
+    finally:
+        if w.poll() is None:
+            w.kill()
+            w.wait()
+        t.stop()
+    with open(truth) as f:
+        res = json.load(f)
+    os.unlink(truth)
+    return d, res
+
+
+def gil_section(args, out):
+    bpfstats.enable()
+    rounds = [gil_round(args) for _ in range(max(args.rounds, 3))]
+    progs = ("loop_sched_switch", "loop_sched_wakeup", "loop_sample", "wait_enter", "wait_exit")
+    out.append("A Python loop waiting for the GIL (py_gilwork: asyncio.sleep(0) beside two "
+               "pure-Python threads, %d s, Debian's python3), ns per run, medians of %d rounds "
+               "(range):" % (GIL_SECONDS, len(rounds)))
+    res = {}
+    for prog in progs:
+        v = [bpfstats.per_run(d, prog) for d, _ in rounds if bpfstats.per_run(d, prog)]
+        runs = [d.get(bpfstats.short(prog), (0, 0))[0] for d, _ in rounds]
+        res[prog] = median(v)
+        out.append("  %-18s %8.1f ns (%s), %d runs a round" % (prog, median(v),
+                                                             spread(v, "%.0f"), median(runs)))
+    per_iter = [sum(ns for _, ns in d.values()) / max(truth["ticks"], 1) for d, truth in rounds]
+    per_s = [sum(ns for _, ns in d.values()) / (truth["window_ms"] / 1e3) / 1e6
+             for d, truth in rounds]
+    gil = [truth["slept_ms"] / truth["window_ms"] for _, truth in rounds]
+    res["per_iter"] = median(per_iter)
+    out.append("  all programs: %.0f ns a loop iteration (%s), %.2f ms of BPF time a second "
+               "(%s); the loop slept %.0f %% of the time on the GIL" % (
+                   median(per_iter), spread(per_iter, "%.0f"), median(per_s),
+                   spread(per_s, "%.2f"), 100 * median(gil)))
+    return res
 
 
 # ---- kernel: per-program counters ----------------------------------------------------

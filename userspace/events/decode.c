@@ -251,6 +251,17 @@ static int parties__copy(struct decoder *d, __u32 pid, const struct lw_neighbour
 			continue;
 		}
 		count++;
+		p->top[0] = '\0';
+		if (!irq && (v[i].ustack || v[i].pystack || v[i].v8stack)) {
+			struct lw_stack_ref ref = { .user = v[i].ustack, .kernel = -1,
+						    .python = v[i].pystack, .v8 = v[i].v8stack };
+			struct stack_report s = { 0 };
+
+			stack__resolve(d, v[i].pid, ref, NULL, &s);
+			if (s.nframes)
+				stack_report__top(&s, p->top, sizeof(p->top));
+			stack_report__clear(&s);
+		}
 		p->tid = irq ? LW_WAKER_INTERRUPT : v[i].tid;
 		p->pid = irq ? 0 : v[i].pid;
 		p->ns = v[i].ns;
@@ -279,6 +290,62 @@ static void stall__add_parties(struct decoder *d, const struct lw_stall_event *e
 				   r->wakers);
 }
 
+/*
+ * Who held the GIL while the loop waited for it: each holder's share of the
+ * wait by its samples, most first, its stack (walked at its first sample)
+ * among the stall's stacks as a blocked one marked gil, so that the stall's
+ * GIL time is attributed to where the holder held it.
+ */
+static void stall__add_gil(struct decoder *d, const struct lw_stall_event *e,
+			   struct stall_report *r)
+{
+	__u32 total = e->iter.gil_samples;
+	int n = 0;
+
+	for (__u32 i = 0; i < e->iter.ngil_holders && i < LW_ITER_GIL_HOLDERS; i++) {
+		const struct lw_gil_holder *g = &e->iter.gil_holders[i];
+		struct gil_holder_report *h = &r->gil_holders[n];
+
+		if (!g->samples || !g->tid || total < g->samples)
+			continue;
+		h->tid = g->tid;
+		h->samples = g->samples;
+		name__copy(h->comm, g->comm);
+		h->ns = r->gil_ns * g->samples / total;
+		h->stack = -1;
+		n++;
+	}
+	for (int i = 1; i < n; i++) {
+		struct gil_holder_report t = r->gil_holders[i];
+		int j = i;
+
+		for (; j > 0 && r->gil_holders[j - 1].ns < t.ns; j--)
+			r->gil_holders[j] = r->gil_holders[j - 1];
+		r->gil_holders[j] = t;
+	}
+	r->ngil_holders = n;
+	for (int i = 0; i < n && r->nstacks < REPORT_MAX_STACKS; i++) {
+		struct gil_holder_report *h = &r->gil_holders[i];
+		const struct lw_gil_holder *g = NULL;
+		struct stack_report *s;
+
+		for (__u32 k = 0; k < e->iter.ngil_holders && k < LW_ITER_GIL_HOLDERS; k++) {
+			if (e->iter.gil_holders[k].tid == h->tid)
+				g = &e->iter.gil_holders[k];
+		}
+		if (!g || (!g->stack.user && !g->stack.python))
+			continue;
+		h->stack = r->nstacks;
+		s = &r->stacks[r->nstacks++];
+		memset(s, 0, sizeof(*s));
+		s->blocked = true;
+		s->gil = true;
+		s->ns = h->ns;
+		snprintf(s->syscall, sizeof(s->syscall), "gil");
+		stack__resolve(d, e->pid, g->stack, NULL, s);
+	}
+}
+
 void decoder__stall(struct decoder *d, const struct lw_stall_event *e, struct stall_report *r)
 {
 	__u64 off;
@@ -294,9 +361,11 @@ void decoder__stall(struct decoder *d, const struct lw_stall_event *e, struct st
 	r->blocked_ns = e->iter.blocked_ns;
 	r->runq_ns = e->iter.runq_ns;
 	r->throttled_ns = e->iter.throttled_ns < r->runq_ns ? e->iter.throttled_ns : r->runq_ns;
-	off = r->blocked_ns + r->runq_ns;
+	r->gil_ns = e->iter.gil_ns;
+	off = r->blocked_ns + r->runq_ns + r->gil_ns;
 	r->oncpu_ns = off < r->duration_ns ? r->duration_ns - off : 0;
-	r->cause = stall_cause__of(r->oncpu_ns, r->blocked_ns, r->runq_ns);
+	/* a wait for the GIL is a sleep: the cause it counts in */
+	r->cause = stall_cause__of(r->oncpu_ns, r->blocked_ns + r->gil_ns, r->runq_ns);
 	for (__u32 i = 0; i < e->iter.nsyscalls && i < LW_ITER_SYSCALLS; i++) {
 		struct syscall_report *s = &r->syscalls[r->nsyscalls++];
 
@@ -317,6 +386,7 @@ void decoder__stall(struct decoder *d, const struct lw_stall_event *e, struct st
 	stall__merge_samples(r);
 	stall__add_blocks(d, e, r);
 	stall__add_runq(d, e, r);
+	stall__add_gil(d, e, r);
 	stall_report__top(r, r->top, sizeof(r->top));
 }
 

@@ -89,13 +89,15 @@ static int shares__by_samples(const struct stall_report *r, struct stack_share *
 
 int stall_report__shares(const struct stall_report *r, struct stack_share *out)
 {
-	__u64 blocked_ns = r->blocked_ns, off_ns = r->blocked_ns + r->runq_ns;
+	/* the GIL's wait is a sleep too: the holders' stacks (marked gil) take it */
+	__u64 slept_ns = r->blocked_ns + r->gil_ns;
+	__u64 blocked_ns = slept_ns, off_ns = slept_ns + r->runq_ns;
 	__u64 calls_ns = 0, blocked_given = 0, runq_left = r->runq_ns, runq_ns = 0;
 	int n = 0, runq_stack = -1;
 
 	/* off-CPU sums past the stall's length (seen around migrations): scaled to fit it */
 	if (off_ns > r->duration_ns) {
-		blocked_ns = (__u64)((double)r->blocked_ns * (double)r->duration_ns / (double)off_ns);
+		blocked_ns = (__u64)((double)slept_ns * (double)r->duration_ns / (double)off_ns);
 		runq_left = r->duration_ns - blocked_ns;
 	}
 

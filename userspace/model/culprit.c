@@ -261,7 +261,8 @@ static void stall_report__own_top(const struct stall_report *r, char *buf, size_
 		const struct stack_report *s = &r->stacks[i];
 		int j;
 
-		if (s->blocked != (r->cause == CAUSE_BLOCKED) ||
+		/* a GIL holder's stack is the other party's, never the loop's own */
+		if (s->gil || s->blocked != (r->cause == CAUSE_BLOCKED) ||
 		    s->runq != (r->cause == CAUSE_RUNQ))
 			continue;
 		stack_report__top(s, tops[ntops], sizeof(tops[ntops]));
@@ -278,10 +279,13 @@ static void stall_report__own_top(const struct stall_report *r, char *buf, size_
 			best = j;
 	}
 	if (best < 0) {
-		if (r->nstacks)
-			stack_report__top(&r->stacks[0], buf, len);
-		else
-			snprintf(buf, len, "[no stack]");
+		for (int i = 0; i < r->nstacks; i++) {
+			if (!r->stacks[i].gil) {
+				stack_report__top(&r->stacks[i], buf, len);
+				return;
+			}
+		}
+		snprintf(buf, len, "[no stack]");
 		return;
 	}
 	if (r->cause != CAUSE_BLOCKED) {
@@ -333,6 +337,35 @@ static bool stall_report__waker_dominates(const struct stall_report *r)
 	       r->blocked_ns >= r->runq_ns && 2 * w->ns >= r->blocked_ns;
 }
 
+/*
+ * Waiting for the GIL is the largest part of the stall: larger than on CPU,
+ * asleep otherwise and waiting for a CPU.
+ */
+static bool stall_report__gil_dominates(const struct stall_report *r)
+{
+	__u64 g = r->gil_ns;
+
+	return g && g >= r->oncpu_ns && g >= r->blocked_ns && g >= r->runq_ns;
+}
+
+/* "gil: held by worker[1234] encode_batch (app.py:5) (in own)": the main holder first */
+static void stall_report__gil_top(const struct stall_report *r, const char *own, char *buf,
+				  size_t len)
+{
+	const struct gil_holder_report *h = &r->gil_holders[0];
+	char where[sizeof(r->top)] = "";
+
+	if (!r->ngil_holders) {
+		snprintf(buf, len, "gil: no holder sampled (in %s)", own);
+		return;
+	}
+	if (h->stack >= 0 && h->stack < r->nstacks) {
+		where[0] = ' ';
+		stack_report__top(&r->stacks[h->stack], where + 1, sizeof(where) - 1);
+	}
+	snprintf(buf, len, "gil: held by %s[%u]%s (in %s)", h->comm, h->tid, where, own);
+}
+
 void stall_report__top(const struct stall_report *r, char *buf, size_t len)
 {
 	const struct cpu_limit *l = &r->limit;
@@ -340,9 +373,13 @@ void stall_report__top(const struct stall_report *r, char *buf, size_t len)
 	char own[sizeof(r->top)];
 
 	stall_report__own_top(r, own, sizeof(own));
+	if (stall_report__gil_dominates(r)) {
+		stall_report__gil_top(r, own, buf, len);
+		return;
+	}
 	if (stall_report__waker_dominates(r)) {
-		snprintf(buf, len, "woken by %s[%u] (in %s)", r->wakers[0].comm, r->wakers[0].tid,
-			 own);
+		snprintf(buf, len, "woken by %s[%u]%s%s (in %s)", r->wakers[0].comm,
+			 r->wakers[0].tid, r->wakers[0].top[0] ? " " : "", r->wakers[0].top, own);
 		return;
 	}
 	if (stall_report__neighbour_dominates(r)) {

@@ -253,6 +253,7 @@ static void loop_view__delta(struct model *m, struct loop_thread *t)
 	if (now->iterations < before->iterations || now->busy_ns < before->busy_ns ||
 	    now->idle_ns < before->idle_ns || now->blocked_ns < before->blocked_ns ||
 	    now->runq_ns < before->runq_ns || now->throttled_ns < before->throttled_ns ||
+	    now->gil_ns < before->gil_ns ||
 	    t->span_ns < span_before) {
 		before = &zero;
 		span_before = 0;
@@ -263,6 +264,7 @@ static void loop_view__delta(struct model *m, struct loop_thread *t)
 	v->blocked_ns = now->blocked_ns - before->blocked_ns;
 	v->runq_ns = now->runq_ns - before->runq_ns;
 	v->throttled_ns = now->throttled_ns - before->throttled_ns;
+	v->gil_ns = now->gil_ns - before->gil_ns;
 	hist__diff(delta, &now->busy_hist, &before->busy_hist);
 	/* a new all-time maximum was set in this interval: then it is exact */
 	max_ns = now->max_busy_ns;
@@ -321,6 +323,7 @@ void loop_thread__summary(const struct loop_thread *t, struct loop_view *out)
 	out->blocked_ns = t->snap.blocked_ns;
 	out->runq_ns = t->snap.runq_ns;
 	out->throttled_ns = t->snap.throttled_ns;
+	out->gil_ns = t->snap.gil_ns;
 	hist__summarize(&t->snap.busy_hist, t->snap.max_busy_ns, &out->lag);
 	out->lag.max_ns = t->snap.max_busy_ns;
 	arrival__summarize(&t->snap.busy_hist, &t->snap.busy_sums, t->span_ns,

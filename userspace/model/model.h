@@ -40,6 +40,7 @@ struct loop_view {
 	struct arrival_lag arrival;	/* what an event arriving at a random moment waits */
 	struct lag_summary lag;		/* per iteration */
 	__u64 throttled_ns;	/* of runq: its cgroup's CPU quota had run out */
+	__u64 gil_ns;		/* of busy: asleep waiting for its Python process's GIL */
 };
 
 struct loop_thread {

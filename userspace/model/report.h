@@ -20,6 +20,7 @@ struct stack_report {
 	int samples;		/* CPU samples with this stack; 0 for a blocking call */
 	bool blocked;		/* a blocking call's stack (else CPU samples) */
 	bool runq;		/* where it was preempted, waiting for a CPU */
+	bool gil;		/* another thread's, holding the GIL the loop waited for */
 	char syscall[REPORT_NAME_LEN];
 	__u64 ns;		/* blocked time of the call */
 	int nframes;
@@ -51,12 +52,26 @@ struct probe_report {
 	struct stack_report stack;	/* of the caller, at the return */
 };
 
-/* A task that had the CPU while the loop thread waited for it. */
+/* A task that had the CPU while the loop thread waited for it, or that woke it. */
 struct neighbour_report {
 	__u32 tid;
 	__u32 pid;
 	char comm[LW_COMM_LEN];	/* its thread's name */
 	__u64 ns;
+	char top[192];		/* a waker: where it woke the loop, from its user stack; "" */
+};
+
+/*
+ * A thread of the loop's process that held the GIL while the loop thread
+ * waited for it: its share of gil_ns by the CPU samples that found it
+ * holding it, and where it held it.
+ */
+struct gil_holder_report {
+	__u32 tid;
+	__u32 samples;
+	char comm[LW_COMM_LEN];	/* its thread's name */
+	__u64 ns;
+	int stack;		/* its stack in stacks[] (gil set); -1: not walked */
 };
 
 struct stall_report {
@@ -89,6 +104,10 @@ struct stall_report {
 		char syscall[REPORT_NAME_LEN];
 		char path[256];
 	} peer;
+	/* asleep waiting for the GIL (not in blocked_ns), and who held it, most first */
+	__u64 gil_ns;
+	int ngil_holders;
+	struct gil_holder_report gil_holders[LW_ITER_GIL_HOLDERS];
 };
 
 struct block_report {

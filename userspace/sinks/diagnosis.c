@@ -58,9 +58,10 @@ struct diagnosis {
 	struct {
 		__u32 pid;
 		struct cpu_limit limit;
-		int nwakers, nholders;
+		int nwakers, nholders, ngil;
 		struct neighbour_report wakers[DIAG_PARTIES];
 		struct neighbour_report holders[DIAG_PARTIES];
+		struct neighbour_report gil[DIAG_PARTIES];	/* held the GIL it waited for */
 	} limits[DIAG_LIMITS];
 	size_t nlimits;
 };
@@ -143,7 +144,7 @@ static void diagnosis__stuck(struct sink *s, const struct stuck_report *k)
 		st->start_ts = k->so_far.ts;
 		st->ended = false;
 		st->parts_ns[CAUSE_CPU] = k->so_far.oncpu_ns;
-		st->parts_ns[CAUSE_BLOCKED] = k->so_far.blocked_ns;
+		st->parts_ns[CAUSE_BLOCKED] = k->so_far.blocked_ns + k->so_far.gil_ns;
 		st->parts_ns[CAUSE_RUNQ] = k->so_far.runq_ns;
 	}
 }
@@ -172,7 +173,8 @@ static void diagnosis__limit(struct diagnosis *d, const struct stall_report *r)
 {
 	size_t i;
 
-	if (!(r->throttled_ns && r->limit.known) && !r->nwakers && !r->nneighbours)
+	if (!(r->throttled_ns && r->limit.known) && !r->nwakers && !r->nneighbours &&
+	    !r->ngil_holders)
 		return;
 	for (i = 0; i < d->nlimits && d->limits[i].pid != r->pid; i++)
 		;
@@ -189,6 +191,15 @@ static void diagnosis__limit(struct diagnosis *d, const struct stall_report *r)
 		parties__add(d->limits[i].wakers, &d->limits[i].nwakers, &r->wakers[k]);
 	for (int k = 0; k < r->nneighbours; k++)
 		parties__add(d->limits[i].holders, &d->limits[i].nholders, &r->neighbours[k]);
+	for (int k = 0; k < r->ngil_holders; k++) {
+		const struct gil_holder_report *h = &r->gil_holders[k];
+		struct neighbour_report p = { .tid = h->tid, .pid = r->pid, .ns = h->ns };
+
+		memcpy(p.comm, h->comm, sizeof(p.comm));
+		if (h->stack >= 0 && h->stack < r->nstacks)
+			stack_report__top(&r->stacks[h->stack], p.top, sizeof(p.top));
+		parties__add(d->limits[i].gil, &d->limits[i].ngil, &p);
+	}
 }
 
 static void diagnosis__stall(struct sink *s, const struct stall_report *r)
@@ -205,7 +216,7 @@ static void diagnosis__stall(struct sink *s, const struct stall_report *r)
 		st->ended = true;
 		st->longest_ns = r->duration_ns;
 		st->parts_ns[CAUSE_CPU] = r->oncpu_ns;
-		st->parts_ns[CAUSE_BLOCKED] = r->blocked_ns;
+		st->parts_ns[CAUSE_BLOCKED] = r->blocked_ns + r->gil_ns;
 		st->parts_ns[CAUSE_RUNQ] = r->runq_ns;
 	}
 }
@@ -374,21 +385,29 @@ static void blocking__print(FILE *out, const struct diagnosis *d, const struct m
 	fputc('\n', out);
 }
 
-/* Who woke the loop from its sleeps, and who had its CPU while it waited, most first. */
+/*
+ * Who woke the loop from its sleeps, who had its CPU while it waited, who
+ * held the GIL it waited for, most first.
+ */
 static void parties__print(FILE *out, const struct diagnosis *d, __u32 pid)
 {
-	const char *title[2] = { "Woken by (the sleeps each ended, in stalls)",
-				 "CPU held by (while it waited for a CPU, in stalls)" };
+	const char *title[3] = { "Woken by (the sleeps each ended, in stalls)",
+				 "CPU held by (while it waited for a CPU, in stalls)",
+				 "GIL held by (while it waited for the GIL, in stalls)" };
 
 	for (size_t i = 0; i < d->nlimits; i++) {
 		if (d->limits[i].pid != pid)
 			continue;
-		for (int kind = 0; kind < 2; kind++) {
+		for (int kind = 0; kind < 3; kind++) {
+			const struct neighbour_report *from[3] = { d->limits[i].wakers,
+								   d->limits[i].holders,
+								   d->limits[i].gil };
+			int counts[3] = { d->limits[i].nwakers, d->limits[i].nholders,
+					  d->limits[i].ngil };
 			struct neighbour_report v[DIAG_PARTIES];
-			int n = kind ? d->limits[i].nholders : d->limits[i].nwakers;
+			int n = counts[kind];
 
-			memcpy(v, kind ? d->limits[i].holders : d->limits[i].wakers,
-			       sizeof(v[0]) * (size_t)n);
+			memcpy(v, from[kind], sizeof(v[0]) * (size_t)n);
 			if (!n)
 				continue;
 			fprintf(out, "%s: ", title[kind]);
@@ -406,6 +425,10 @@ static void parties__print(FILE *out, const struct diagnosis *d, __u32 pid)
 				md__code(out, v[a].comm);
 				if (v[a].tid)
 					fprintf(out, " (thread %u of process %u)", v[a].tid, v[a].pid);
+				if (v[a].top[0]) {
+					fputs(" in ", out);
+					md__code(out, v[a].top);
+				}
 				fprintf(out, " %.1f ms", ms(v[a].ns));
 			}
 			fputs(".\n\n", out);

@@ -112,7 +112,8 @@ static void folded__line(struct folded *fd, const struct stall_report *r,
 {
 	const struct stack_report *st = sh->stack >= 0 ? &r->stacks[sh->stack] : NULL;
 	char proc[LW_COMM_LEN + 16];
-	size_t used = line__put(fd->line, 0, stall_cause__name(sh->cause));
+	/* the GIL's holders' stacks: a cause of their own, as in pprof's gil column */
+	size_t used = line__put(fd->line, 0, st && st->gil ? "gil" : stall_cause__name(sh->cause));
 
 	if (!fd->merge) {
 		snprintf(proc, sizeof(proc), "%s-%u", r->comm, r->pid);
@@ -122,6 +123,17 @@ static void folded__line(struct folded *fd, const struct stall_report *r,
 	if (overflow) {
 		line__sep(fd->line, used, ";[more stacks]");
 		return;
+	}
+	/* another thread's stack, holding the GIL the loop waited for: a root of its own */
+	for (int i = 0; st && st->gil && i < r->ngil_holders; i++) {
+		const struct gil_holder_report *h = &r->gil_holders[i];
+		char holder[LW_COMM_LEN + 40];
+
+		if (h->stack != sh->stack)
+			continue;
+		snprintf(holder, sizeof(holder), "[gil held by %s[%u]]", h->comm, h->tid);
+		used = line__sep(fd->line, used, ";");
+		used = line__put(fd->line, used, holder);
 	}
 	if (!st || !st->nframes) {
 		used = line__sep(fd->line, used, ";");

@@ -26,7 +26,7 @@ static FILE *json__out(const struct sink *s)
 static void loop_view__json(FILE *out, const char *type, double ts,
 			    const struct loop_thread *t, const struct loop_view *v)
 {
-	__u64 off_ns = v->blocked_ns + v->runq_ns;
+	__u64 off_ns = v->blocked_ns + v->runq_ns + v->gil_ns;
 
 	fprintf(out, "{\"type\":\"%s\",\"ts\":%.3f,\"pid\":%u,\"tid\":%u,\"comm\":", type, ts,
 		t->pid, t->tid);
@@ -41,11 +41,12 @@ static void loop_view__json(FILE *out, const char *type, double ts,
 		json__ms(v->arrival.span_ns), v->arrival.over_share);
 	fprintf(out, ",\"iterations\":%llu,\"busy_ms\":%.3f,\"idle_ms\":%.3f,"
 		"\"oncpu_ms\":%.3f,\"blocked_ms\":%.3f,\"runq_ms\":%.3f,\"throttled_ms\":%.3f,"
-		"\"busy_now_ms\":%.3f,\"utilization\":%.4f,\"lag_ms\":{\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f,"
+		"\"gil_ms\":%.3f,\"busy_now_ms\":%.3f,\"utilization\":%.4f,\"lag_ms\":{\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f,"
 		"\"p999\":%.3f,\"max\":%.3f}}\n",
 		(unsigned long long)v->iterations, json__ms(v->busy_ns), json__ms(v->idle_ns),
 		json__ms(v->busy_ns > off_ns ? v->busy_ns - off_ns : 0), json__ms(v->blocked_ns),
-		json__ms(v->runq_ns), json__ms(v->throttled_ns), json__ms(t->busy_now_ns),
+		json__ms(v->runq_ns), json__ms(v->throttled_ns), json__ms(v->gil_ns),
+		json__ms(t->busy_now_ns),
 		loop_view__utilization(v),
 		json__ms(v->lag.p50_ns),
 		json__ms(v->lag.p90_ns), json__ms(v->lag.p99_ns), json__ms(v->lag.p999_ns),
@@ -232,7 +233,7 @@ static void stacks__json(FILE *out, const struct stall_report *r)
 		const struct stack_report *s = &r->stacks[i];
 
 		fprintf(out, "%s{\"samples\":%d,\"cause\":\"%s\"", i ? "," : "", s->samples,
-			s->blocked ? "blocked" : s->runq ? "runq" : "cpu");
+			s->gil ? "gil" : s->blocked ? "blocked" : s->runq ? "runq" : "cpu");
 		if (s->runq)
 			fprintf(out, ",\"ms\":%.3f", json__ms(s->ns));
 		if (s->blocked) {
@@ -267,7 +268,22 @@ static void json__throttled(FILE *out, const struct stall_report *r)
 		fprintf(out, "%s{\"tid\":%u,\"pid\":%u,\"comm\":", i ? "," : "",
 			r->wakers[i].tid, r->wakers[i].pid);
 		json__string(out, r->wakers[i].comm);
-		fprintf(out, ",\"ms\":%.3f}", json__ms(r->wakers[i].ns));
+		fprintf(out, ",\"ms\":%.3f,\"top\":", json__ms(r->wakers[i].ns));
+		json__string(out, r->wakers[i].top);
+		fputc('}', out);
+	}
+	fprintf(out, "],\"gil_ms\":%.3f,\"gil_holders\":[", json__ms(r->gil_ns));
+	for (int i = 0; i < r->ngil_holders; i++) {
+		const struct gil_holder_report *h = &r->gil_holders[i];
+		char top[sizeof(r->top)] = "";
+
+		if (h->stack >= 0 && h->stack < r->nstacks)
+			stack_report__top(&r->stacks[h->stack], top, sizeof(top));
+		fprintf(out, "%s{\"tid\":%u,\"pid\":%u,\"comm\":", i ? "," : "", h->tid, r->pid);
+		json__string(out, h->comm);
+		fprintf(out, ",\"ms\":%.3f,\"samples\":%u,\"top\":", json__ms(h->ns), h->samples);
+		json__string(out, top);
+		fputc('}', out);
 	}
 	fputc(']', out);
 	if (!l->known)
@@ -365,9 +381,9 @@ static void json__stuck(struct sink *snk, const struct stuck_report *k)
 	fputs(",\"thread\":", out);
 	json__string(out, r->thread);
 	fprintf(out, ",\"report\":%d,\"busy_ms\":%.3f,\"oncpu_ms\":%.3f,\"blocked_ms\":%.3f,"
-		"\"runq_ms\":%.3f,\"cause\":\"%s\",\"top\":", k->nth, json__ms(r->duration_ns),
-		json__ms(r->oncpu_ns), json__ms(r->blocked_ns), json__ms(r->runq_ns),
-		stall_cause__name(r->cause));
+		"\"runq_ms\":%.3f,\"gil_ms\":%.3f,\"cause\":\"%s\",\"top\":", k->nth,
+		json__ms(r->duration_ns), json__ms(r->oncpu_ns), json__ms(r->blocked_ns),
+		json__ms(r->runq_ns), json__ms(r->gil_ns), stall_cause__name(r->cause));
 	json__string(out, r->top);
 	if (k->in_call) {
 		fputs(",\"syscall\":", out);

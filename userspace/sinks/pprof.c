@@ -35,7 +35,8 @@
 #define PPROF_MAX_FRAMES 256
 #define PPROF_KEY_MAX (PPROF_KEY_HEAD + PPROF_MAX_FRAMES)
 
-enum { VAL_STALL, VAL_CPU, VAL_BLOCKED, VAL_RUNQ, NVALS };
+/* gil: the time a loop waited for the GIL, at the holders' stacks (not in blocked) */
+enum { VAL_STALL, VAL_CPU, VAL_BLOCKED, VAL_RUNQ, VAL_GIL, NVALS };
 
 /* one interned thing: a string, a function, a location, a sample, a process */
 struct pentry {
@@ -268,8 +269,11 @@ static void pprof__share(struct pprof *pp, const struct stall_report *r,
 			return;
 	}
 	e->vals[VAL_STALL] += sh->ns;
-	e->vals[sh->cause == CAUSE_CPU ? VAL_CPU : sh->cause == CAUSE_BLOCKED ? VAL_BLOCKED :
-		VAL_RUNQ] += sh->ns;
+	if (sh->stack >= 0 && r->stacks[sh->stack].gil)
+		e->vals[VAL_GIL] += sh->ns;
+	else
+		e->vals[sh->cause == CAUSE_CPU ? VAL_CPU : sh->cause == CAUSE_BLOCKED ?
+			VAL_BLOCKED : VAL_RUNQ] += sh->ns;
 }
 
 static void pprof__stall(struct sink *s, const struct stall_report *r)
@@ -367,7 +371,7 @@ static void pprof__samples(struct pprof *pp, struct pbuf *b)
 
 static void pprof__encode(struct pprof *pp, struct pbuf *b, double now)
 {
-	static const char *const types[NVALS] = { "stall", "cpu", "blocked", "runq" };
+	static const char *const types[NVALS] = { "stall", "cpu", "blocked", "runq", "gil" };
 	__u64 ns = pprof__str(pp, "nanoseconds");
 	size_t mark;
 

@@ -64,6 +64,7 @@ struct prom_counts {
 	__u64 arrival_us2;		/* the integral of the wait over time, us^2 */
 	__u64 stall_busy_ns;		/* busy time in iterations over the stall threshold */
 	__u64 throttled_ns;		/* loop series: of runq_ns, its CPU quota ran out */
+	__u64 gil_ns;			/* loop series: asleep waiting for the GIL */
 };
 
 struct prom_series {
@@ -158,6 +159,7 @@ static void counts__from_thread(struct prom_counts *c, const struct loop_thread 
 	c->blocked_ns = t->snap.blocked_ns;
 	c->runq_ns = t->snap.runq_ns;
 	c->throttled_ns = t->snap.throttled_ns;
+	c->gil_ns = t->snap.gil_ns;
 	c->iterations = t->snap.iterations;
 	c->stalls = t->snap.stalls;
 	counts__arrival(c, t);
@@ -175,6 +177,7 @@ static void counts__add_diff(struct prom_counts *dst, const struct prom_counts *
 	dst->blocked_ns += a->blocked_ns - b->blocked_ns;
 	dst->runq_ns += a->runq_ns - b->runq_ns;
 	dst->throttled_ns += a->throttled_ns - b->throttled_ns;
+	dst->gil_ns += a->gil_ns - b->gil_ns;
 	dst->iterations += a->iterations - b->iterations;
 	dst->stalls += a->stalls - b->stalls;
 	dst->total_ns += a->total_ns - b->total_ns;
@@ -201,7 +204,7 @@ static bool counts__any_below(const struct prom_counts *a, const struct prom_cou
 	}
 	return a->count < b->count || a->busy_ns < b->busy_ns || a->idle_ns < b->idle_ns ||
 	       a->blocked_ns < b->blocked_ns || a->runq_ns < b->runq_ns ||
-	       a->throttled_ns < b->throttled_ns ||
+	       a->throttled_ns < b->throttled_ns || a->gil_ns < b->gil_ns ||
 	       a->iterations < b->iterations || a->stalls < b->stalls ||
 	       a->total_ns < b->total_ns || a->calls < b->calls || a->span_ns < b->span_ns;
 }
@@ -953,7 +956,8 @@ static void family__arrival(FILE *out, struct prom_series **v, size_t n)
 
 enum prom_field {
 	F_BUSY, F_IDLE, F_BLOCKED, F_RUNQ, F_ITERATIONS, F_STALLS, F_STALL_BUSY, F_TOTAL, F_CALLS,
-	F_THROTTLED
+	F_THROTTLED,
+	F_GIL
 };
 
 /* The counter families in the order they are written: one field of one kind's series. */
@@ -972,10 +976,13 @@ static const struct prom_family {
 	  "syscall or a page fault)." },
 	{ PROM_LOOP, F_RUNQ, "loopwatch_loop_runq_seconds_total",
 	  "Of loopwatch_loop_busy_seconds_total, the time loop threads were runnable but "
-	  "waited for a CPU. Busy minus blocked minus runq is time on a CPU." },
+	  "waited for a CPU. Busy minus blocked, runq and gil is time on a CPU." },
 	{ PROM_LOOP, F_THROTTLED, "loopwatch_loop_throttled_seconds_total",
 	  "Of loopwatch_loop_runq_seconds_total, the time the loop thread's cgroup was "
 	  "throttled by its CPU quota (cpu.max, cpu.cfs_quota_us) while it waited." },
+	{ PROM_LOOP, F_GIL, "loopwatch_loop_gil_seconds_total",
+	  "Of loopwatch_loop_busy_seconds_total, the time Python loop threads slept waiting "
+	  "for their interpreter's GIL (not in loopwatch_loop_blocked_seconds_total)." },
 	{ PROM_LOOP, F_ITERATIONS, "loopwatch_loop_iterations_total",
 	  "Event-loop iterations (wait calls that returned and were followed by another)." },
 	{ PROM_LOOP, F_STALLS, "loopwatch_stalls_total",
@@ -1024,6 +1031,9 @@ static void family__counter(FILE *out, struct prom_series **v, size_t n,
 			break;
 		case F_THROTTLED:
 			seconds__print(out, c->throttled_ns);
+			break;
+		case F_GIL:
+			seconds__print(out, c->gil_ns);
 			break;
 		case F_ITERATIONS:
 			fprintf(out, "%llu", (unsigned long long)c->iterations);

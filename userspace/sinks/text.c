@@ -52,15 +52,18 @@ static void text__interval(struct sink *s, const struct model *m, double ts)
 static void text__stall(struct sink *s, const struct stall_report *r)
 {
 	FILE *out = text__out(s);
-	char when[16], throttled[48] = "";
+	char when[16], throttled[48] = "", gil[32] = "";
 
 	time__format(when, sizeof(when), r->ts);
 	if (r->throttled_ns)
 		snprintf(throttled, sizeof(throttled), " throttled %.1f ms of it;",
 			 ms(r->throttled_ns));
-	fprintf(out, "%s STALL %u/%u %s/%s %.1f ms: cpu %.1f blocked %.1f runq %.1f ms;%s %s: %s\n",
+	if (r->gil_ns)
+		snprintf(gil, sizeof(gil), " gil %.1f ms;", ms(r->gil_ns));
+	fprintf(out, "%s STALL %u/%u %s/%s %.1f ms: cpu %.1f blocked %.1f runq %.1f ms;%s%s %s: %s\n",
 		when, r->pid, r->tid, r->comm, r->thread, ms(r->duration_ns), ms(r->oncpu_ns),
-		ms(r->blocked_ns), ms(r->runq_ns), throttled, stall_cause__name(r->cause), r->top);
+		ms(r->blocked_ns), ms(r->runq_ns), throttled, gil, stall_cause__name(r->cause),
+		r->top);
 	stream__flush(s->priv);
 }
 
@@ -91,17 +94,19 @@ static void text__stuck(struct sink *s, const struct stuck_report *k)
 {
 	const struct stall_report *r = &k->so_far;
 	FILE *out = text__out(s);
-	char when[16], call[320] = "";
+	char when[16], call[320] = "", gil[32] = "";
 
 	time__format(when, sizeof(when), k->now_ts);
+	if (r->gil_ns)
+		snprintf(gil, sizeof(gil), " gil %.1f ms;", ms(r->gil_ns));
 	if (k->in_call)
 		snprintf(call, sizeof(call), " in %s for %.1f s%s%s;", k->call.syscall,
 			 (double)k->call.duration_ns / 1e9, k->call.path[0] ? " " : "",
 			 k->call.path);
-	fprintf(out, "%s STUCK %u/%u %s/%s %.1f s so far: cpu %.1f blocked %.1f runq %.1f ms;%s "
+	fprintf(out, "%s STUCK %u/%u %s/%s %.1f s so far: cpu %.1f blocked %.1f runq %.1f ms;%s%s "
 		"%s: %s\n", when, r->pid, r->tid, r->comm, r->thread,
 		(double)r->duration_ns / 1e9, ms(r->oncpu_ns), ms(r->blocked_ns), ms(r->runq_ns),
-		call, stall_cause__name(r->cause), r->top);
+		gil, call, stall_cause__name(r->cause), r->top);
 	stream__flush(s->priv);
 }
 

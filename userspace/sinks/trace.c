@@ -157,7 +157,7 @@ static void stacks__json(FILE *out, const struct stall_report *r)
 	fputs(",\"stacks\":[", out);
 	for (int i = 0; i < n && i < TRACE_STACKS; i++) {
 		fprintf(out, "%s{\"cause\":\"%s\"", i ? "," : "",
-			v[i]->blocked ? "blocked" : v[i]->runq ? "runq" : "cpu");
+			v[i]->gil ? "gil" : v[i]->blocked ? "blocked" : v[i]->runq ? "runq" : "cpu");
 		if (v[i]->samples)
 			fprintf(out, ",\"samples\":%d", v[i]->samples);
 		else
@@ -176,9 +176,10 @@ static void stacks__json(FILE *out, const struct stall_report *r)
 static void stall__args(FILE *out, const struct stall_report *r)
 {
 	fprintf(out, "{\"duration_ms\":%.3f,\"oncpu_ms\":%.3f,\"blocked_ms\":%.3f,"
-		"\"runq_ms\":%.3f,\"throttled_ms\":%.3f,\"cause\":\"%s\",\"top\":",
+		"\"runq_ms\":%.3f,\"throttled_ms\":%.3f,\"gil_ms\":%.3f,\"cause\":\"%s\",\"top\":",
 		json__ms(r->duration_ns), json__ms(r->oncpu_ns), json__ms(r->blocked_ns),
-		json__ms(r->runq_ns), json__ms(r->throttled_ns), stall_cause__name(r->cause));
+		json__ms(r->runq_ns), json__ms(r->throttled_ns), json__ms(r->gil_ns),
+		stall_cause__name(r->cause));
 	json__string(out, r->top);
 	fputs(",\"syscalls\":{", out);
 	for (int i = 0; i < r->nsyscalls; i++) {
@@ -193,6 +194,17 @@ static void stall__args(FILE *out, const struct stall_report *r)
 			fputc(',', out);
 		json__string(out, r->probes[i].label);
 		fprintf(out, ":%.3f", json__ms(r->probes[i].ns));
+	}
+	/* who held the GIL it waited for: "cruncher1[1234]": ms */
+	fputs("},\"gil_holders\":{", out);
+	for (int i = 0; i < r->ngil_holders; i++) {
+		char who[LW_COMM_LEN + 16];
+
+		snprintf(who, sizeof(who), "%s[%u]", r->gil_holders[i].comm, r->gil_holders[i].tid);
+		if (i)
+			fputc(',', out);
+		json__string(out, who);
+		fprintf(out, ":%.3f", json__ms(r->gil_holders[i].ns));
 	}
 	fputc('}', out);
 	stacks__json(out, r);

@@ -453,8 +453,9 @@ struct tui_stack_group {
 
 static bool stack__same_kind(const struct stack_report *a, const struct stack_report *b)
 {
-	if (a->blocked != b->blocked || a->runq != b->runq)
-		return false;
+	/* each GIL holder's stack is its own: their names differ */
+	if (a->blocked != b->blocked || a->runq != b->runq || a->gil || b->gil)
+		return a == b;
 	return !a->blocked || !strcmp(a->syscall, b->syscall);
 }
 
@@ -470,9 +471,9 @@ static void tui__stall(struct sink *s, const struct stall_report *r)
 	if (!out)
 		return;
 	time__format(when, sizeof(when), r->ts);
-	fprintf(out, "%s STALL %.1f ms: cpu %.1f blocked %.1f runq %.1f ms; %s: %s\n", when,
-		ms(r->duration_ns), ms(r->oncpu_ns), ms(r->blocked_ns), ms(r->runq_ns),
-		stall_cause__name(r->cause), r->top);
+	fprintf(out, "%s STALL %.1f ms: cpu %.1f blocked %.1f runq %.1f gil %.1f ms; %s: %s\n",
+		when, ms(r->duration_ns), ms(r->oncpu_ns), ms(r->blocked_ns), ms(r->runq_ns),
+		ms(r->gil_ns), stall_cause__name(r->cause), r->top);
 	for (int i = 0; i < r->nstacks; i++) {
 		const struct stack_report *st = &r->stacks[i];
 		struct tui_stack_group *g = &groups[ngroups];
@@ -510,7 +511,15 @@ static void tui__stall(struct sink *s, const struct stall_report *r)
 
 		if (g->count > 1)
 			snprintf(times, sizeof(times), " (%d stacks alike)", g->count);
-		if (g->first->blocked)
+		if (g->first->gil) {
+			const struct gil_holder_report *h = NULL;
+
+			for (int i = 0; i < r->ngil_holders; i++)
+				if (r->gil_holders[i].stack == (int)(g->first - r->stacks))
+					h = &r->gil_holders[i];
+			fprintf(out, "    GIL held by %s[%u] %.1f ms%s:\n", h ? h->comm : "?",
+				h ? h->tid : 0, ms(g->ns), times);
+		} else if (g->first->blocked)
 			fprintf(out, "    blocked in %s %.1f ms%s:\n", g->first->syscall, ms(g->ns),
 				times);
 		else if (g->first->runq)

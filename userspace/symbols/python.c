@@ -55,6 +55,12 @@ struct py_layout {
 	__u32 str_ascii, str_compact;
 	/* 3.14+ with asyncio loaded: _PyThreadStateImpl.asyncio_running_task, TaskObj.task_name */
 	__u32 tstate_task, task_name;
+	/*
+	 * The GIL (struct _gil_runtime_state): in _PyRuntimeState (ceval.gil,
+	 * 3.8-3.11), or where PyInterpreterState's ceval.gil points (3.12+);
+	 * its last_holder and locked.
+	 */
+	__u32 runtime_gil, interp_gil, gil_holder, gil_locked;
 	enum pyline_format lines;
 	enum py_pos pos;
 };
@@ -68,6 +74,7 @@ static const struct py_layout layouts[] = {
 		.co_firstlineno = 0x28, .co_filename = 0x68, .co_name = 0x70, .co_lines = 0x78,
 		.str_ascii = 0x30, .str_compact = 0x48,
 		.lines = PYLINE_LNOTAB, .pos = POS_LASTI_BYTES,
+		.runtime_gil = 0x480, .gil_holder = 0x08, .gil_locked = 0x10,
 	},
 	{	/* 3.9: gilstate moved to 0x230 */
 		.minor = 9, .every_entry = true,
@@ -77,6 +84,7 @@ static const struct py_layout layouts[] = {
 		.co_firstlineno = 0x28, .co_filename = 0x68, .co_name = 0x70, .co_lines = 0x78,
 		.str_ascii = 0x30, .str_compact = 0x48,
 		.lines = PYLINE_LNOTAB, .pos = POS_LASTI_BYTES,
+		.runtime_gil = 0x160, .gil_holder = 0x08, .gil_locked = 0x10,
 	},
 	{	/* 3.10: f_lasti at 0x60 counts code units; co_linetable */
 		.minor = 10, .every_entry = true,
@@ -86,6 +94,7 @@ static const struct py_layout layouts[] = {
 		.co_firstlineno = 0x28, .co_filename = 0x68, .co_name = 0x70, .co_lines = 0x78,
 		.str_ascii = 0x30, .str_compact = 0x48,
 		.lines = PYLINE_LINETABLE_310, .pos = POS_LASTI_UNITS,
+		.runtime_gil = 0x160, .gil_holder = 0x08, .gil_locked = 0x10,
 	},
 	{	/* 3.11: _PyInterpreterFrame via tstate->cframe->current_frame */
 		.minor = 11, .flags = LW_PY_F_CFRAME | LW_PY_F_NATIVE_TID,
@@ -98,6 +107,7 @@ static const struct py_layout layouts[] = {
 		.co_lines = 0x88, .co_code_adaptive = 0xb8,
 		.str_ascii = 0x30, .str_compact = 0x48,
 		.lines = PYLINE_LOCATIONS, .pos = POS_INSTR_PTR,
+		.runtime_gil = 0x168, .gil_holder = 0x08, .gil_locked = 0x10,
 	},
 	{	/* 3.12: autoTSSkey leaves gilstate; shim frames (owner 3) mark eval calls */
 		.minor = 12, .flags = LW_PY_F_CFRAME | LW_PY_F_NATIVE_TID, .shims = true,
@@ -109,6 +119,7 @@ static const struct py_layout layouts[] = {
 		.co_lines = 0x88, .co_code_adaptive = 0xc0,
 		.str_ascii = 0x28, .str_compact = 0x38,
 		.lines = PYLINE_LOCATIONS, .pos = POS_INSTR_PTR,
+		.interp_gil = 0x180, .gil_holder = 0x08, .gil_locked = 0x10,
 	},
 	{	/* 3.13: no _PyCFrame, tstate->current_frame; f_executable, instr_ptr */
 		.minor = 13, .flags = LW_PY_F_NATIVE_TID, .shims = true,
@@ -120,8 +131,16 @@ static const struct py_layout layouts[] = {
 		.co_lines = 0x88, .co_code_adaptive = 0xc8,
 		.str_ascii = 0x28, .str_compact = 0x38,
 		.lines = PYLINE_LOCATIONS, .pos = POS_INSTR_PTR,
+		.interp_gil = 0x10, .gil_holder = 0x08, .gil_locked = 0x10,
 	},
 };
+
+/*
+ * sizeof(struct _gil_runtime_state) in every supported version: interval,
+ * last_holder, locked, switch_number, then the condition variables and
+ * mutexes (pthread's) a waiter sleeps on.
+ */
+#define PY_GIL_SIZE 0xd0
 
 /* the same in every supported version */
 #define PY_OB_TYPE	0x08	/* PyObject.ob_type */
@@ -370,6 +389,11 @@ struct py_debug_pos {
 	__u32 co[7];
 	/* {size, asciiobject_size} of unicode_object */
 	__u32 str[2];
+	/*
+	 * interpreter_state's {ceval_gil, gil_runtime_state, .._enabled,
+	 * .._locked, .._holder} start here; 0: not known
+	 */
+	__u32 gil;
 };
 
 static const struct py_debug_pos debug_positions[] = {
@@ -377,7 +401,7 @@ static const struct py_debug_pos debug_positions[] = {
 	  .ts = { 0x98, 0xa8, 0xb8, 0xc0, 0xc8 },
 	  .fr = { 0xe0, 0xe8, 0xf0, 0xf8, 0x108 },
 	  .co = { 0x110, 0x118, 0x120, 0x128, 0x130, 0x138, 0x158 },
-	  .str = { 0x218, 0x230 } },
+	  .str = { 0x218, 0x230 }, .gil = 0x70 },
 	/* 3.14: threads_main, the generation counters, stackpointer, tlbc, set_object */
 	{ .minor = 14, .read = 0x288,
 	  .ts = { 0xb0, 0xc0, 0xd0, 0xd8, 0xe0 },
@@ -415,6 +439,25 @@ static bool debug__offset(const uint8_t *d, __u32 at, uint64_t size, uint64_t li
 		return false;
 	*out = (__u32)v;
 	return true;
+}
+
+/*
+ * Where the interpreter's GIL is, from _Py_DebugOffsets: the pointer
+ * ceval.gil and, relative to the GIL the main interpreter owns (_gil),
+ * its locked and last_holder. Left 0 (no GIL waits told) when odd.
+ */
+static void debug_offsets__gil(const uint8_t *d, __u32 at, struct py_layout *l)
+{
+	uint64_t size = word__at(d, DEBUG_INTERP_SIZE), ptr = word__at(d, at),
+		 own = word__at(d, at + 8), locked = word__at(d, at + 24),
+		 holder = word__at(d, at + 32);
+
+	if (ptr + 8 > size || own > size || locked < own || holder < own ||
+	    locked - own + 4 > PY_GIL_SIZE || holder - own + 8 > PY_GIL_SIZE)
+		return;
+	l->interp_gil = (__u32)ptr;
+	l->gil_locked = (__u32)(locked - own);
+	l->gil_holder = (__u32)(holder - own);
 }
 
 /*
@@ -485,6 +528,8 @@ static bool debug_offsets__read(struct proc *p, uint64_t runtime, unsigned int v
 	     word__at(d, dp->str[0] + 8) == PY_STR_STATE &&
 	     word__at(d, dp->str[0] + 16) == PY_STR_LENGTH;
 	l->str_compact = l->str_ascii + 16;
+	if (ok && dp->gil)
+		debug_offsets__gil(d, dp->gil, l);
 	if (!ok)
 		snprintf(why, why_len, "debug offsets out of range");
 	return ok;
@@ -610,6 +655,33 @@ static int python__inspect(struct proc *p, struct py_layout *l, uint64_t *runtim
 	return 0;
 }
 
+/*
+ * The process's GIL: embedded in _PyRuntime up to 3.11, pointed to by the
+ * main interpreter from 3.12. Read once: the main interpreter keeps its GIL
+ * for the process's life. A GIL whose lock word is neither 0 nor 1 is not
+ * one (a layout that does not fit): none is set, and no wait is told.
+ */
+static void gil__find(struct proc *p, const struct py_layout *l, uint64_t runtime,
+		      struct lw_py_proc *out)
+{
+	uint64_t gil = 0, interp = 0;
+	__u32 locked = 2;
+
+	if (l->runtime_gil) {
+		gil = runtime + l->runtime_gil;
+	} else if (l->interp_gil) {
+		if (!proc__read(p, runtime + l->interp_main, &interp, sizeof(interp)) || !interp ||
+		    !proc__read(p, interp + l->interp_gil, &gil, sizeof(gil)))
+			return;
+	}
+	if (!gil || !proc__read(p, gil + l->gil_locked, &locked, sizeof(locked)) || locked > 1)
+		return;
+	out->gil = gil;
+	out->gil_size = PY_GIL_SIZE;
+	out->gil_holder = l->gil_holder;
+	out->gil_locked = l->gil_locked;
+}
+
 int python__detect(struct proc *p, struct lw_py_proc *out, char *version, size_t len)
 {
 	struct py_layout l;
@@ -636,6 +708,7 @@ int python__detect(struct proc *p, struct lw_py_proc *out, char *version, size_t
 	}
 	layout__fill(&l, out);
 	out->runtime = runtime;
+	gil__find(p, &l, runtime, out);
 	if (libc != LIBC_MUSL) {
 		/* glibc or unknown: the walker verifies what it reads there */
 		out->tls_inline = GLIBC_SPECIFIC_1STBLOCK;
