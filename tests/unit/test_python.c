@@ -392,6 +392,10 @@ static bool layout__same(const struct lw_py_proc *a, const struct lw_py_proc *b)
 
 	x.runtime = y.runtime = 0;
 	x.tls_inline = y.tls_inline = x.tls_blocks = y.tls_blocks = 0;
+	/* the process's GIL: found in the process (checked apart), not in the table */
+	x.gil = y.gil = 0;
+	x.gil_size = y.gil_size = 0;
+	x.gil_holder = y.gil_holder = x.gil_locked = y.gil_locked = 0;
 	return !memcmp(&x, &y, sizeof(x));
 }
 
@@ -474,6 +478,10 @@ static void test_debug_offsets_equal_the_table(void)
 		CHECK(r == 0 && !strcmp(version, "3.13.0") && layout__same(&cfg, &table),
 		      "%d %s: interp_threads %#x tstate_frame %#x frame_pos %#x", r, version,
 		      cfg.interp_threads, cfg.tstate_frame, cfg.frame_pos);
+		/* struct _gil_runtime_state (pycore_gil.h): last_holder at 8, locked at 16 */
+		CHECK(r == 0 && cfg.gil && cfg.gil_holder == 0x08 && cfg.gil_locked == 0x10,
+		      "the GIL from the debug offsets: %#llx holder %#x locked %#x",
+		      (unsigned long long)cfg.gil, cfg.gil_holder, cfg.gil_locked);
 		if (r == 0)
 			check__unusable_offsets(pid, cfg.runtime);
 		reap(pid);
