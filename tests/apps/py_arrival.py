@@ -81,4 +81,5 @@ def main():
         json.dump({"enter_ns": ENTER, "exit_ns": EXIT, "edge_ns": EDGE}, f)
 
 
-main()
+if __name__ == "__main__":
+    main()

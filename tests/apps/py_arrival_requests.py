@@ -26,6 +26,8 @@ import subprocess
 import sys
 import time
 
+from py_arrival import burn, length
+
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
 SCHEDSTAT = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
 ENTER, EXIT, RUNQ = [], [], []
@@ -47,25 +49,6 @@ class TimedSelector(selectors.EpollSelector):
         finally:
             EXIT.append(time.monotonic_ns())
             RUNQ.append(run_delay() - before)
-
-
-def burn(seconds):
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        pass
-
-
-def length(seed):
-    """Deterministic xorshift, as py_arrival.py: mostly 1-2 ms, some 3-6, a few 15-30."""
-    seed ^= (seed << 13) & 0xffffffff
-    seed ^= seed >> 17
-    seed ^= (seed << 5) & 0xffffffff
-    r = seed % 1000
-    if r < 700:
-        return seed, 0.001 + (seed % 1000) / 1e6
-    if r < 950:
-        return seed, 0.003 + (seed % 3000) / 1e6
-    return seed, 0.015 + (seed % 15000) / 1e6
 
 
 async def work(until):

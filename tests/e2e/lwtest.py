@@ -225,10 +225,10 @@ def of_type(lines, kind, **match):
             all(l.get(k) == v for k, v in match.items())]
 
 
-def uprobes_of(pid):
-    """How many uprobes and uretprobes the process has attached, as the kernel says: its
-    uprobe_multi links' counts (their /proc fdinfo) and its single ones (bpftool perf)."""
-    n = 0
+def multi_links(pid):
+    """The process's uprobe_multi links as the kernel shows them: (path, uprobes) each.
+    (Kernels before 6.6 have none: loopwatch attaches a link per function there.)"""
+    out = []
     for fd in os.listdir("/proc/%d/fdinfo" % pid):
         try:
             with open("/proc/%d/fdinfo/%s" % (pid, fd)) as f:
@@ -236,7 +236,15 @@ def uprobes_of(pid):
         except OSError:
             continue
         if re.search(r"^link_type:\s+u(ret)?probe_multi$", info, re.M):
-            n += int(info.split("uprobe_cnt:")[1].split()[0])
+            out.append((re.search(r"^path:\s+(.*)$", info, re.M).group(1),
+                        int(re.search(r"^uprobe_cnt:\s+(\d+)", info, re.M).group(1))))
+    return out
+
+
+def uprobes_of(pid):
+    """How many uprobes and uretprobes the process has attached, as the kernel says: its
+    uprobe_multi links' counts (their /proc fdinfo) and its single ones (bpftool perf)."""
+    n = sum(count for _, count in multi_links(pid))
     r = subprocess.run(["bpftool", "perf", "show"], stdout=subprocess.PIPE,
                        stderr=subprocess.DEVNULL, text=True, timeout=30)
     return n + sum(1 for l in r.stdout.splitlines()

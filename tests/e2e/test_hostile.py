@@ -16,7 +16,7 @@ import urllib.request
 
 import craftelf
 from lwtest import (REPO, Loopwatch, Workload, alert_lines, fds_of, free_port, load_truth,
-                    of_type, run_traced, tmpfile, write_script)
+                    multi_links, of_type, run_traced, tmpfile, write_script)
 
 PLACEHOLDER = b"inject_named_for_patching_0123456789abcdef0123456789abcdef01234567"
 # a window title, a bell, a line of its own that looks like loopwatch's, a screen clear
@@ -860,22 +860,6 @@ def catalog_libs(d, count, names):
     for path in paths[1:]:
         shutil.copy(first, path)
     return paths
-
-
-def multi_links(pid):
-    """loopwatch's uprobe_multi links as the kernel shows them: (path, uprobes) each.
-    (Kernels before 6.6 have none: loopwatch attaches a link per function there.)"""
-    out = []
-    for fd in os.listdir("/proc/%d/fdinfo" % pid):
-        try:
-            with open("/proc/%d/fdinfo/%s" % (pid, fd)) as f:
-                info = f.read()
-        except OSError:
-            continue
-        if re.search(r"^link_type:\s+u(ret)?probe_multi$", info, re.M):
-            out.append((re.search(r"^path:\s+(.*)$", info, re.M).group(1),
-                        int(re.search(r"^uprobe_cnt:\s+(\d+)", info, re.M).group(1))))
-    return out
 
 
 # dlopens each path given, keeps them
