@@ -5,7 +5,7 @@ pure-Python CPU work and one that only sleeps and reads) records its own slept t
 its schedstat over the window the threads run."""
 import os
 
-from lwtest import APPS_DIR, load_truth, of_type, run_traced, tmpfile
+from lwtest import APPS_DIR, RootMounts, distro_root, load_truth, of_type, run_traced, tmpfile
 
 PYENV = os.path.expanduser("~/.pyenv/versions")
 STALL_MS = 15
@@ -13,12 +13,21 @@ SECONDS = 4
 CRUNCHERS = 2
 
 
-def run_gilwork(ctx, python):
+def run_gilwork(ctx, python, root=None):
+    """py_gilwork.py under python, in root (a Debian root, tests/apps bound at /lwapps)
+    when given: its ground truth and loopwatch's lines."""
     out = tmpfile()
-    argv = [python, os.path.join(APPS_DIR, "py_gilwork.py"), out, str(SECONDS), str(CRUNCHERS),
-            "--go"]
-    _, lines = run_traced(ctx, argv, "--threshold", STALL_MS, settle=1.5,
-                          duration=SECONDS + 6)
+    args = [str(SECONDS), str(CRUNCHERS), "--go"]
+    if root:
+        inside = "/tmp/" + os.path.basename(out)
+        out = root + inside
+        with RootMounts(root):
+            _, lines = run_traced(ctx, ["chroot", root, python, "/lwapps/py_gilwork.py",
+                                        inside] + args, "--threshold", STALL_MS, settle=1.5,
+                                  duration=SECONDS + 6)
+    else:
+        _, lines = run_traced(ctx, [python, os.path.join(APPS_DIR, "py_gilwork.py"), out] + args,
+                              "--threshold", STALL_MS, settle=1.5, duration=SECONDS + 6)
     return load_truth(out), lines
 
 
@@ -27,7 +36,7 @@ def gil_dominates(s):
     return g > 0 and g >= s["oncpu_ms"] and g >= s["blocked_ms"] and g >= s["runq_ms"]
 
 
-def check_gil(ctx, python):
+def check_gil(ctx, python, root=None):
     """At least 90 % of the stalls of 15 ms or more that the GIL's wait dominates name a
     cruncher first, by thread id and name, with crunch_numbers (gil_holders in JSON too),
     and at least 90 % of those with 10 ms of it or more list a cruncher first in
@@ -36,7 +45,7 @@ def check_gil(ctx, python):
     named; the loop's GIL time over the run is within 10 % of what it slept by its own
     schedstat over the window the threads ran (every sleep of it is a wait for the GIL:
     its wait call never sleeps)."""
-    truth, lines = run_gilwork(ctx, python)
+    truth, lines = run_gilwork(ctx, python, root)
     tids = truth["threads"]
     crunchers = {tids["cruncher%d" % (i + 1)]: "cruncher%d" % (i + 1) for i in range(CRUNCHERS)}
     stalls = [s for s in of_type(lines, "stall", tid=truth["tid"])
@@ -103,3 +112,11 @@ def test_gil_holder_named_pyenv_38_and_310(ctx):
     """3.8 and 3.10: the GIL inside _PyRuntime at their own offsets."""
     for version in ("3.8.18", "3.10.13"):
         check_gil(ctx, os.path.join(PYENV, version, "bin", "python" + version.rsplit(".", 1)[0]))
+
+
+def test_gil_holder_named_forky_python_314_and_315(ctx):
+    """Debian forky's python3.14 and python3.15 in their root: the GIL from the process's
+    own _Py_DebugOffsets, whose interpreter-state fields moved by one in 3.14."""
+    root = distro_root("forky")
+    for python in ("python3.14", "python3.15"):
+        check_gil(ctx, python, root)
