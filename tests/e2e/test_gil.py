@@ -13,7 +13,7 @@ SECONDS = 4
 CRUNCHERS = 2
 
 
-def run_gilwork(ctx, python, root=None):
+def run_gilwork(ctx, python, root=None, flags=()):
     """py_gilwork.py under python, in root (a Debian root, tests/apps bound at /lwapps)
     when given: its ground truth and loopwatch's lines."""
     out = tmpfile()
@@ -23,11 +23,13 @@ def run_gilwork(ctx, python, root=None):
         out = root + inside
         with RootMounts(root):
             _, lines = run_traced(ctx, ["chroot", root, python, "/lwapps/py_gilwork.py",
-                                        inside] + args, "--threshold", STALL_MS, settle=1.5,
+                                        inside] + args, "--threshold", STALL_MS, *flags,
+                                  settle=1.5,
                                   duration=SECONDS + 6)
     else:
         _, lines = run_traced(ctx, [python, os.path.join(APPS_DIR, "py_gilwork.py"), out] + args,
-                              "--threshold", STALL_MS, settle=1.5, duration=SECONDS + 6)
+                              "--threshold", STALL_MS, *flags, settle=1.5,
+                              duration=SECONDS + 6)
     return load_truth(out), lines
 
 
@@ -120,3 +122,40 @@ def test_gil_holder_named_forky_python_314_and_315(ctx):
     root = distro_root("forky")
     for python in ("python3.14", "python3.15"):
         check_gil(ctx, python, root)
+
+
+def test_gil_holders_have_tracks_and_arrows_in_the_trace(ctx):
+    """--trace: each stall's GIL holder gets a slice on its own thread's track over that
+    stall ("held the GIL N ms of python3[tid]'s stall", its function in args), and an
+    arrow (a flow) from it to the loop's stall; the holder's track is named by its
+    thread's name."""
+    import json
+    import subprocess
+    path = tmpfile(".json")
+    truth, lines = run_gilwork(ctx, "/usr/bin/python3", flags=("--trace", path))
+    with open(path) as f:
+        events = json.load(f)["traceEvents"]
+    # a real consumer loads it, flows and all (tests/e2e/tracecheck.js)
+    r = subprocess.run(["node", os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                             "tracecheck.js"), path,
+                        os.path.join(ctx.build, "node", "node_modules")],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+    os.unlink(path)
+    assert r.returncode == 0, r.stderr
+    tids = truth["threads"]
+    crunchers = {tids["cruncher%d" % (i + 1)] for i in range(CRUNCHERS)}
+    held = [e for e in events if e.get("cat") == "gil" and e["ph"] == "X"]
+    stalls = {(e["tid"], e["ts"]) for e in events if e.get("cat") == "stall"}
+    assert held and all(e["tid"] in crunchers | {tids["napper"]} for e in held), held[:3]
+    assert all(e["args"]["waiter_tid"] == truth["tid"] and
+               (truth["tid"], e["ts"]) in stalls for e in held), held[:3]
+    named = [e for e in held if e["args"]["top"].startswith("crunch_numbers")]
+    assert len(named) >= 0.9 * len([e for e in held if e["tid"] in crunchers]), held[:3]
+    starts = {e["id"]: e for e in events if e.get("cat") == "gil" and e["ph"] == "s"}
+    ends = {e["id"]: e for e in events if e.get("cat") == "gil" and e["ph"] == "f"}
+    assert len(starts) == len(held) and set(starts) == set(ends), (len(starts), len(held))
+    assert all(ends[i]["tid"] == truth["tid"] and starts[i]["tid"] in crunchers | {tids["napper"]}
+               for i in starts)
+    names = {e["tid"]: e["args"]["name"] for e in events if e.get("name") == "thread_name"}
+    assert all(names.get(t, "").startswith("cruncher") for t in crunchers
+               if any(e["tid"] == t for e in held)), names

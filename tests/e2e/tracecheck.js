@@ -21,7 +21,7 @@ if (typeof trace !== 'object' || !Array.isArray(trace.traceEvents))
   fail('no traceEvents array');
 if (trace.displayTimeUnit !== undefined && !['ms', 'ns'].includes(trace.displayTimeUnit))
   fail('displayTimeUnit must be ms or ns');
-const phases = new Set(['X', 'B', 'E', 'i', 'I', 'M', 'C']);
+const phases = new Set(['X', 'B', 'E', 'i', 'I', 'M', 'C', 's', 't', 'f']);
 const metadata = new Set(['process_name', 'thread_name', 'process_sort_index',
   'thread_sort_index', 'process_labels']);
 for (const [i, e] of trace.traceEvents.entries()) {
@@ -40,6 +40,19 @@ for (const [i, e] of trace.traceEvents.entries()) {
   if (e.ph === 'X' && (typeof e.dur !== 'number' || !(e.dur >= 0)))
     fail(where + ': a complete event needs dur >= 0');
   if (e.ph === 'i' && !['g', 'p', 't'].includes(e.s)) fail(where + ': instant scope');
+  // a flow (arrow): an id shared by its start and end, bound to enclosing slices
+  if (['s', 't', 'f'].includes(e.ph) && typeof e.id !== 'string' && !Number.isInteger(e.id))
+    fail(where + ': a flow event needs an id');
+  if (e.ph === 'f' && e.bp !== undefined && e.bp !== 'e') fail(where + ': flow binding point');
+}
+// every flow that starts ends, and the other way round
+const flows = new Map();
+for (const e of trace.traceEvents) {
+  if (e.ph === 's' || e.ph === 'f')
+    flows.set(e.id, (flows.get(e.id) || 0) + (e.ph === 's' ? 1 : -1));
+}
+for (const [id, n] of flows) {
+  if (n !== 0) fail('flow ' + id + ' has ' + (n > 0 ? 'no end' : 'no start'));
 }
 
 const model = buildModel(trace);

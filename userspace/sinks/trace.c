@@ -21,7 +21,7 @@
 #define TRACE_STACKS 8
 #define TRACE_FRAMES 32
 
-enum trace_kind { TRACE_STALL, TRACE_BLOCK, TRACE_PROBE, TRACE_STUCK };
+enum trace_kind { TRACE_STALL, TRACE_BLOCK, TRACE_PROBE, TRACE_STUCK, TRACE_GIL };
 
 struct trace_event {
 	enum trace_kind kind;
@@ -29,6 +29,7 @@ struct trace_event {
 	__u32 tid;
 	double ts_us;		/* unix time, microseconds */
 	double dur_us;
+	__u32 waiter;		/* TRACE_GIL: the loop thread it held the GIL from (a flow arrow) */
 	char name[96];
 	char *args;		/* a JSON object, rendered when the event came */
 };
@@ -234,6 +235,26 @@ static void trace__stall(struct sink *s, const struct stall_report *r)
 		 stall_cause__name(r->cause));
 	trace__thread(t, r->pid, r->tid, r->comm, r->thread);
 	trace__push(t, TRACE_STALL, r->pid, r->tid, r->ts, r->duration_ns, name, args);
+	/*
+	 * The GIL's holders on tracks of their own, over the stall they held it
+	 * in (when within it is not known: samples say how long), an arrow each
+	 * to the loop's stall
+	 */
+	for (int i = 0; i < r->ngil_holders; i++) {
+		const struct gil_holder_report *h = &r->gil_holders[i];
+		char top[256] = "";
+
+		if (h->stack >= 0 && h->stack < r->nstacks)
+			stack_report__top(&r->stacks[h->stack], top, sizeof(top));
+		ARGS(args, fprintf(out_, "{\"waiter_tid\":%u,\"held_ms\":%.3f,\"samples\":%u,"
+				   "\"top\":", r->tid, json__ms(h->ns), h->samples);
+		     json__string(out_, top); fputc('}', out_));
+		snprintf(name, sizeof(name), "held the GIL %.1f ms of %s[%u]'s stall",
+			 json__ms(h->ns), r->thread[0] ? r->thread : r->comm, r->tid);
+		trace__thread(t, r->pid, h->tid, r->comm, h->comm);
+		trace__push(t, TRACE_GIL, r->pid, h->tid, r->ts, r->duration_ns, name, args);
+		t->ring[(t->head + TRACE_MAX_EVENTS - 1) % TRACE_MAX_EVENTS].waiter = r->tid;
+	}
 }
 
 static void block__args(FILE *out, const struct block_report *r)
@@ -342,7 +363,7 @@ static void events__nest(struct trace_event **v, size_t n)
 
 static const char *const categories[] = {
 	[TRACE_STALL] = "stall", [TRACE_BLOCK] = "blocking_call", [TRACE_PROBE] = "probe_call",
-	[TRACE_STUCK] = "stuck",
+	[TRACE_STUCK] = "stuck", [TRACE_GIL] = "gil",
 };
 
 /* The separator before every element of traceEvents but the first. */
@@ -365,6 +386,17 @@ static void event__write(FILE *out, const struct trace_event *e, bool *first)
 		fprintf(out, "\"dur\":%.3f,", e->dur_us);
 	fprintf(out, "\"pid\":%u,\"tid\":%u,\"args\":%s}", e->pid, e->tid,
 		e->args ? e->args : "{}");
+	if (e->kind != TRACE_GIL)
+		return;
+	/* an arrow from the holder's slice to the stall it made the loop wait in */
+	element__begin(out, first);
+	fprintf(out, "\"name\":\"gil\",\"cat\":\"gil\",\"ph\":\"s\",\"id\":\"%u.%u.%.0f\","
+		"\"ts\":%.3f,\"pid\":%u,\"tid\":%u}", e->tid, e->waiter, e->ts_us, e->ts_us + 1,
+		e->pid, e->tid);
+	element__begin(out, first);
+	fprintf(out, "\"name\":\"gil\",\"cat\":\"gil\",\"ph\":\"f\",\"bp\":\"e\","
+		"\"id\":\"%u.%u.%.0f\",\"ts\":%.3f,\"pid\":%u,\"tid\":%u}", e->tid, e->waiter,
+		e->ts_us, e->ts_us + 1, e->pid, e->waiter);
 }
 
 static void threads__write(FILE *out, const struct trace *t, bool *first)
