@@ -382,6 +382,9 @@ def test_otlp_metrics_give_the_workloads_own_percentiles_and_name_the_process(ct
         a = attrs(r["attributes"])
         assert a["loopwatch.culprit"] and a["code.stacktrace"], a
         assert a["thread.id"] == thread["tid"], a
+        # every part of the stall, the other parties' included, as in its JSON line
+        assert {"loopwatch.oncpu_ms", "loopwatch.blocked_ms", "loopwatch.runq_ms",
+                "loopwatch.gil_ms", "loopwatch.throttled_ms"} <= set(a), sorted(a)
         assert r["severity_number"] == ["SEVERITY_NUMBER_WARN"], r
     durations = sorted(attrs(r["attributes"])["loopwatch.duration_ms"] for r in stall_records)
     assert durations == sorted(round(s["duration_ms"], 3) for s in stalls) or all(

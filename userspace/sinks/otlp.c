@@ -76,6 +76,7 @@ struct otlp_log {
 	const char *event;	/* "stall", "stuck", "blocking_call" */
 	int severity;		/* SeverityNumber */
 	double duration_ms, oncpu_ms, blocked_ms, runq_ms;
+	double gil_ms, throttled_ms;	/* the other party's parts: the GIL's, the quota's of runq */
 	const char *cause;
 	char culprit[256];
 	char syscall[32];
@@ -544,9 +545,9 @@ static void log__put(struct otlp_enc *e, const struct otlp_log *l)
 		snprintf(body, sizeof(body), "%s %s %.1f ms%s%s: %s", l->event, l->syscall,
 			 l->duration_ms, l->path[0] ? " on " : "", l->path, l->culprit);
 	else
-		snprintf(body, sizeof(body), "%s %.1f ms (cpu %.1f, blocked %.1f, runq %.1f ms): %s",
-			 l->event, l->duration_ms, l->oncpu_ms, l->blocked_ms, l->runq_ms,
-			 l->culprit);
+		snprintf(body, sizeof(body), "%s %.1f ms (cpu %.1f, blocked %.1f, runq %.1f, gil %.1f ms): "
+			 "%s", l->event, l->duration_ms, l->oncpu_ms, l->blocked_ms, l->runq_ms,
+			 l->gil_ms, l->culprit);
 	any = otlp_enc__begin(e, 5, "body", false);
 	otlp_enc__text(e, 1, "stringValue", body);
 	otlp_enc__end(e, any);
@@ -557,6 +558,8 @@ static void log__put(struct otlp_enc *e, const struct otlp_log *l)
 		kv__double(e, 6, "loopwatch.oncpu_ms", l->oncpu_ms);
 		kv__double(e, 6, "loopwatch.blocked_ms", l->blocked_ms);
 		kv__double(e, 6, "loopwatch.runq_ms", l->runq_ms);
+		kv__double(e, 6, "loopwatch.gil_ms", l->gil_ms);
+		kv__double(e, 6, "loopwatch.throttled_ms", l->throttled_ms);
 	}
 	kv__str(e, 6, "loopwatch.culprit", l->culprit);
 	kv__str(e, 6, "loopwatch.syscall", l->syscall);
@@ -697,6 +700,8 @@ static void log__stall(struct otlp_log *l, const struct stall_report *r, const c
 	l->oncpu_ms = (double)r->oncpu_ns / 1e6;
 	l->blocked_ms = (double)r->blocked_ns / 1e6;
 	l->runq_ms = (double)r->runq_ns / 1e6;
+	l->gil_ms = (double)r->gil_ns / 1e6;
+	l->throttled_ms = (double)r->throttled_ns / 1e6;
 	l->cause = stall_cause__name(r->cause);
 	snprintf(l->culprit, sizeof(l->culprit), "%s", r->top);
 	stack__text(stall__main_stack(r), l->stack, sizeof(l->stack));
