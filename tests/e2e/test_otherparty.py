@@ -194,7 +194,8 @@ def check_woken_by_worker(ctx, mode):
     named = [s for s in stalls if s["top"].startswith(want) and s["wakers"] and
              s["wakers"][0]["top"].startswith("answerer__run") and
              s["wakers"][0]["tid"] == truth["worker_tid"] and
-             s["wakers"][0]["comm"] == "answerer" and s["wakers"][0]["pid"] == truth["pid"]]
+             s["wakers"][0]["comm"] == "answerer" and
+             s["wakers"][0]["pid"] == (truth["worker_tid"] if mode == "process" else truth["pid"])]
     assert len(named) >= 0.9 * len(stalls), "%d of %d stalls say %r: %s" % (
         len(named), len(stalls), want, [(s["blocked_ms"], s["top"], s["wakers"])
                                         for s in stalls if s not in named][:4])
@@ -207,6 +208,12 @@ def check_woken_by_worker(ctx, mode):
 def test_waker_of_a_pipe_read_is_named(ctx):
     """The loop reads a pipe the answerer thread writes: the answerer woke it."""
     check_woken_by_worker(ctx, "pipe")
+
+
+def test_waker_in_another_process_is_named_with_its_function(ctx):
+    """The loop reads a pipe a process of its own named answerer writes (a local
+    service): the answerer woke it, by its pid, name and function."""
+    check_woken_by_worker(ctx, "process")
 
 
 def test_waker_of_a_futex_wait_is_named(ctx):

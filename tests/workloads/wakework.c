@@ -7,9 +7,13 @@
  * asleep, and the worker is who woke it. Ground truth: the worker's thread
  * id, and each iteration's own time asleep waiting for the answer.
  *
- * usage: wakework OUT.json ITERATIONS pipe|futex [--go]
+ * process: the answerer is a process of its own (forked, named "answerer"),
+ * answering on the pipes: a local service.
+ *
+ * usage: wakework OUT.json ITERATIONS pipe|futex|process [--go]
  */
 #define _GNU_SOURCE
+#include <sys/prctl.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -81,8 +85,9 @@ int main(int argc, char **argv)
 	double wall;
 	FILE *f;
 
-	if (argc < 4 || (strcmp(argv[3], "pipe") && strcmp(argv[3], "futex"))) {
-		fprintf(stderr, "usage: wakework OUT.json ITERATIONS pipe|futex [--go]\n");
+	if (argc < 4 || (strcmp(argv[3], "pipe") && strcmp(argv[3], "futex") &&
+			 strcmp(argv[3], "process"))) {
+		fprintf(stderr, "usage: wakework OUT.json ITERATIONS pipe|futex|process [--go]\n");
 		return 2;
 	}
 	n = atoi(argv[2]);
@@ -93,8 +98,25 @@ int main(int argc, char **argv)
 		return 1;
 	if (go__await(!strcmp(argv[argc - 1], "--go")))
 		return 1;
-	pthread_create(&worker, NULL, answerer__run, NULL);
-	pthread_setname_np(worker, "answerer");
+	if (!strcmp(argv[3], "process")) {
+		pid_t child = fork();
+
+		if (child < 0)
+			return 1;
+		if (!child) {
+			prctl(PR_SET_NAME, "answerer");
+			close(req_pipe[1]);
+			close(ans_pipe[0]);
+			answerer__run(NULL);
+			_exit(0);
+		}
+		close(req_pipe[0]);
+		close(ans_pipe[1]);
+		worker_tid = child;
+	} else {
+		pthread_create(&worker, NULL, answerer__run, NULL);
+		pthread_setname_np(worker, "answerer");
+	}
 	ep = ticker__open(50000000, &tfd);
 	for (int i = 0; i < n; i++) {
 		uint64_t t0;

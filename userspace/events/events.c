@@ -42,6 +42,11 @@ static void events__stall(struct events *ev, const struct lw_stall_event *e)
 	}
 	if (r.cause == CAUSE_BLOCKED && events__peer_of(ev, &r))
 		retop = true;
+	/* another process woke it: walk that one's stacks as well as the loop's own */
+	for (int i = 0; i < r.nwakers; i++) {
+		if (r.wakers[i].tid != LW_WAKER_INTERRUPT && r.wakers[i].pid != r.pid)
+			tracker__waker(ev->tracker, r.wakers[i].pid);
+	}
 	if (retop)
 		stall_report__top(&r, r.top, sizeof(r.top));
 	sinks__slow(ev->sinks, &r);

@@ -18,6 +18,8 @@
 #define TRACKER_HASH 1024
 /* processes set up at once; past this many, new loop processes go unprobed */
 #define TRACKER_MAX 8192
+/* processes taken on only because they woke a loop into a stall (see tracker__waker) */
+#define TRACKER_MAX_WAKERS 64
 
 struct tracked {
 	__u32 pid;
@@ -32,6 +34,7 @@ struct tracked {
 	char cgroup[256];
 	struct cgroup_identity cg;
 	bool pending;		/* its runtime, probes and unwind tables are still to come */
+	bool waker;		/* no loop: taken on to walk its stacks (no probes) */
 	bool python;		/* has an entry in the walker's table */
 	bool v8;		/* has an entry in the V8 walker's table, */
 	struct lw_v8_proc v8cfg;	/* this one */
@@ -50,6 +53,7 @@ struct tracker {
 	struct cfi_tables *cfi;
 	struct tracked *hash[TRACKER_HASH];
 	size_t n;
+	size_t nwakers;		/* of n, tracked only as wakers */
 	size_t npending;	/* of them, taken on and not set up yet */
 	struct kubelet_cache *kubelet;	/* NULL: no --kubelet-logs */
 };
@@ -113,6 +117,8 @@ static void tracker__drop(struct tracker *t, struct tracked **pp)
 	*pp = k->hnext;
 	if (k->pending)
 		t->npending--;
+	if (k->waker)
+		t->nwakers--;
 	free(k);
 	t->n--;
 }
@@ -206,8 +212,14 @@ void tracker__new_loop(struct tracker *t, __u32 pid)
 	if (!p)
 		return;
 	pp = tracker__slot(t, pid);
-	if (*pp && tracked__same(*pp, p))
+	if (*pp && tracked__same(*pp, p)) {
+		/* a waker that became a loop itself: its probes at the next rescan */
+		if ((*pp)->waker) {
+			(*pp)->waker = false;
+			t->nwakers--;
+		}
 		return;	/* another thread of a process already set up */
+	}
 	if (*pp)
 		tracker__drop(t, pp);
 	if (t->n >= TRACKER_MAX)
@@ -232,6 +244,21 @@ void tracker__new_loop(struct tracker *t, __u32 pid)
 	t->n++;
 }
 
+void tracker__waker(struct tracker *t, __u32 pid)
+{
+	struct proc *p = procs__get(t->procs, (int)pid);
+	struct tracked *k = *tracker__slot(t, pid);
+
+	if (!p || (k && tracked__same(k, p)) || t->nwakers >= TRACKER_MAX_WAKERS)
+		return;
+	tracker__new_loop(t, pid);
+	k = *tracker__slot(t, pid);
+	if (k && k->pid == pid && k->pending && !k->waker) {
+		k->waker = true;
+		t->nwakers++;
+	}
+}
+
 /*
  * The slow part of a new process's set-up: its runtime, its probes (files
  * read for their functions here, attached by probes' own thread), its unwind
@@ -252,7 +279,8 @@ static void tracker__setup(struct tracker *t, struct tracked *k)
 	k->python = tracker__setup_python(t, p);
 	if (!k->python)
 		tracker__setup_v8(t, p, k);
-	probes__scan(t->probes, p);
+	if (!k->waker)
+		probes__scan(t->probes, p);
 	cfi_tables__update(t->cfi, p);
 	symbols__warm(t->syms, (int)k->pid);
 }
@@ -303,7 +331,8 @@ void tracker__rescan(struct tracker *t)
 			if ((*pp)->v8)
 				tracker__setup_v8(t, p, *pp);
 			cfi_tables__update(t->cfi, p);
-			probes__scan(t->probes, p);
+			if (!(*pp)->waker)
+				probes__scan(t->probes, p);
 			pp = &(*pp)->hnext;
 		}
 	}

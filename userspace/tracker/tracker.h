@@ -33,6 +33,13 @@ void tracker__free(struct tracker *t);
  * at the next tracker__settle.
  */
 void tracker__new_loop(struct tracker *t, __u32 pid);
+/*
+ * A process with no loop that woke one from a sleep that made a stall: taken
+ * on like a loop's (runtime, unwind tables), without probes, so that its next
+ * wake-ups are walked through its own frames, not frame pointers alone. At
+ * most TRACKER_MAX_WAKERS of them.
+ */
+void tracker__waker(struct tracker *t, __u32 pid);
 /* The set-up still owed to the processes taken on since the last call. */
 void tracker__settle(struct tracker *t);
 /* Every tracked process again: libraries loaded late, processes gone. */
