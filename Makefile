@@ -11,7 +11,8 @@ CFLAGS ?= -O2 -g
 # SAN: sanitizer flags for userspace (make check-sanitize sets them)
 CFLAGS += -std=gnu11 -Wall -Wextra -Werror -I$(OUT) -Ibpf -Iuserspace $(SAN)
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(OUT) -Ibpf -Wall -Werror
-LDLIBS := -lbpf -ldw -lelf -lz -llzma -lncursesw -liberty
+include tools/libs.mk
+LDLIBS := $(LOOPWATCH_LDLIBS)
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
@@ -164,7 +165,7 @@ SAN_HOSTILE := test_hostile.test_a_ test_hostile.test_alert test_hostile.test_co
 	test_hostile.test_decompression test_hostile.test_escape test_hostile.test_exec \
 	test_hostile.test_fifos test_hostile.test_file_outputs test_hostile.test_one_thread \
 	test_hostile.test_prom_file test_hostile.test_squatters test_hostile.test_uprobe \
-	test_hostile.test_unmapping
+	test_hostile.test_unmapping test_hostile.test_an_eh_frame test_hostile.test_many_large_symbol
 # unit.test_prom is left out: its bounds (16k series expired within 1 s) are for an
 # optimized build, and it takes 100 s under ASan
 SAN_E2E := unit.test_advice unit.test_arrival unit.test_attribution unit.test_cfi \
