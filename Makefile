@@ -27,7 +27,7 @@ WORKLOADS := $(patsubst tests/workloads/%.c,$(OUT)/workloads/%,$(wildcard tests/
 	$(OUT)/workloads/chainwork_split $(OUT)/workloads/chainwork_minidebug
 
 .PHONY: all run test bench clean deps test-deps check-sanitize sanitize-build test-kernels docs \
-	workloads
+	workloads bench-kernels
 
 all: $(OUT)/loopwatch
 
@@ -192,6 +192,14 @@ docs: $(OUT)/loopwatch
 # table printed (tests/kernels/run.sh). Needs root and debootstrap; ~10 min, not in CI.
 test-kernels: $(OUT)/loopwatch $(WORKLOADS) $(OUT)/kernels/storage_limit
 	OUT=$(abspath $(OUT)) tests/kernels/run.sh
+
+# What the wait hooks cost in the same VM (tests/kernels/bench.py): an unrelated
+# process's getppid and a loop's iteration with nothing, empty programs, the syscall
+# tracepoint hooks and the fentry hooks, as ratios (TCG's times do not transfer).
+# KERNELS=forky by default; ~8 min a kernel.
+bench-kernels: $(OUT)/loopwatch $(WORKLOADS) $(OUT)/kernels/storage_limit
+	$(MAKE) -C tools/bench build OUT=$(abspath $(OUT))
+	OUT=$(abspath $(OUT)) KERNELS="$${KERNELS:-forky}" KERNEL_CASES=bench tests/kernels/run.sh
 
 $(OUT)/kernels/storage_limit: tests/kernels/storage_limit.c
 	@mkdir -p $(@D)

@@ -1,14 +1,13 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * Exact bounds for the flush syscalls. The scheduler sees an fsync only from
- * its first sleep on, missing the CPU time spent queueing the writeback, and
- * cannot tell two back-to-back flushes apart. These per-syscall tracepoints
- * fire only on their own syscall (other syscalls pay ~0-25 ns), and flushes
- * are rare and slow: entry and exit close the invocation exactly.
+ * The flush syscalls' tracepoints (bodies in flush.bpf.h). These per-syscall
+ * tracepoints fire only on their own syscall, but as any syscall tracepoint
+ * they send every syscall of every task through the kernel's slow path:
+ * hooks_fentry.bpf.c replaces them where the kernel allows.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
-#include "iteration.bpf.h"
+#include "flush.bpf.h"
 
 struct syscall_ctx {
 	__u64 common;
@@ -19,20 +18,11 @@ struct syscall_ctx {
 SEC("tracepoint/syscalls/sys_enter_fsync")
 int flush_enter(struct syscall_ctx *ctx)
 {
-	struct lw_loop *l = loop__current();
-
-	if (!l || !loop__busy(l))
-		return 0;
-	call__enter(l, ctx->nr, LW_CALL_FLUSH, bpf_ktime_get_ns());
-	return 0;
+	return flush__enter(ctx->nr);
 }
 
 SEC("tracepoint/syscalls/sys_exit_fsync")
 int flush_exit(void *ctx)
 {
-	struct lw_loop *l = loop__current();
-
-	if (l && l->call_ns)
-		call__exit(l, bpf_ktime_get_ns());
-	return 0;
+	return flush__exit();
 }

@@ -634,9 +634,10 @@ int main(int argc, char **argv)
 		signal(SIGINT, signal__handle);
 		signal(SIGTERM, signal__handle);
 		signal(SIGUSR1, signal__handle);
+		/* with the kernel's choice of hooks, never silent (docs/kernels.md) */
 		if (!r.opts.quiet)
-			fprintf(stderr, "loopwatch: tracing event loops%s; Ctrl-C to stop\n",
-				r.opts.npids ? " of the given pids" : "");
+			fprintf(stderr, "loopwatch: tracing event loops%s (hooks: %s); Ctrl-C to stop\n",
+				r.opts.npids ? " of the given pids" : "", collector__hooks(r.c));
 		status = run__loop(&r);
 	}
 	run__close(&r);

@@ -6,7 +6,7 @@ takes tens of microseconds more than on hardware and a vCPU is taken away at wil
 durations get 10 % + 2 ms where tests/e2e allows 3 % + 0.3 ms; what is counted
 (iterations, stalls, which functions are in the stacks) stays exact.
 
-usage: core.py BUILD [CASE...]   (cases: loop, stalls, prom; default all)
+usage: core.py BUILD [CASE...]   (cases: loop, stalls, prom, hooks; default all)
 Prints "PASS kernel.CASE (Ns)" or "FAIL kernel.CASE (Ns)" and the reason, as run.py.
 """
 import os
@@ -19,11 +19,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 
 from lwtest import Workload, iteration_bounds, load_truth, nearest_rank, of_type, tmpfile  # noqa: E402,E501
+from test_features import FENTRY, FENTRY_PROGS, TRACEPOINT_PROGS, run_hooks_case  # noqa: E402,E501
 from test_loop import run_loopwork  # noqa: E402
 from test_prom import PromLoopwatch, one, read_metrics  # noqa: E402
 from test_stalls import EXPECT, THRESHOLD_MS, frame_names, run_stallwork, with_edges  # noqa: E402
 
 REL, ABS_MS = 0.10, 2.0
+# Loading and verifying the programs takes 10-30 s under TCG (the fentry hooks verify
+# the wait entry's body once per call: 7 times, not once), where the e2e tests wait 15
+import lwtest  # noqa: E402
+lwtest.Loopwatch.__init__.__kwdefaults__["timeout"] = 90
 
 
 class Context:
@@ -39,10 +44,7 @@ def near(got, lo, hi):
     return lo - max(REL * lo, ABS_MS) <= got <= hi + max(REL * hi, ABS_MS)
 
 
-def case_loop(ctx):
-    """Two loop threads tracked, each with every iteration counted and its p50/p90 within
-    the TCG tolerance of its own measure."""
-    truth, lines = run_loopwork(ctx, "mixed,fixed3", 600)
+def assert_loop_tracked(truth, lines):
     by_tid = {s["tid"]: s for s in of_type(lines, "summary", pid=truth["pid"])}
     want = {t["tid"] for t in truth["threads"]}
     assert set(by_tid) == want, "loop threads %s, want %s" % (sorted(by_tid), sorted(want))
@@ -53,6 +55,31 @@ def case_loop(ctx):
         for key, q in (("p50", 0.5), ("p90", 0.9)):
             got, a, b = s["lag_ms"][key], nearest_rank(lo, q), nearest_rank(hi, q)
             assert near(got, a, b), "%s %.3f ms vs the workload's %.3f..%.3f" % (key, got, a, b)
+
+
+def case_loop(ctx):
+    """Two loop threads tracked, each with every iteration counted and its p50/p90 within
+    the TCG tolerance of its own measure."""
+    truth, lines = run_loopwork(ctx, "mixed,fixed3", 600)
+    assert_loop_tracked(truth, lines)
+
+
+def case_hooks(ctx):
+    """The hooks the start line names are the programs loaded: fentry/fexit where the
+    kernel allows it, and the syscall tracepoints with fentry pretended absent
+    (LOOPWATCH_TEST_ABSENT, test-only), the loop tracked either way."""
+    for absent in ("", "fentry"):
+        hooks, progs, truth, lines = run_hooks_case(ctx, absent)
+        assert len(hooks) == 1, hooks
+        fentry = hooks[0] == FENTRY
+        assert not (absent and fentry), hooks
+        if absent:
+            assert "fentry absent: LOOPWATCH_TEST_ABSENT" in hooks[0], hooks
+        want, other = (FENTRY_PROGS, TRACEPOINT_PROGS) if fentry else (TRACEPOINT_PROGS,
+                                                                        FENTRY_PROGS)
+        assert want <= progs and not progs & other, "%s: programs %s" % (hooks[0],
+                                                                         sorted(progs))
+        assert_loop_tracked(truth, lines)
 
 
 def case_stalls(ctx):
@@ -118,7 +145,7 @@ def case_prom(ctx):
         assert one(samples, name)[1] == 0, name
 
 
-CASES = {"loop": case_loop, "stalls": case_stalls, "prom": case_prom}
+CASES = {"loop": case_loop, "stalls": case_stalls, "prom": case_prom, "hooks": case_hooks}
 
 
 def main():

@@ -17,6 +17,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "kernel/collector.h"
+#include "kernel/features.h"
 #include "lib/arrival.h"
 #include "kernel/system.h"
 #include "kernel/uprobes.h"
@@ -67,6 +68,7 @@ struct collector {
 	struct bpf_link **sample_links;
 	int nsample_links;
 	struct bpf_link *tp_links[NSYSCALL_TPS];
+	struct features features;
 	event_fn on_event;
 	void *ctx;
 	struct lw_loop *buf;	/* DRAIN_BATCH records: too large for the stack */
@@ -151,6 +153,25 @@ static int collector__attach_sampling(struct collector *c, int hz)
 		c->sample_links[c->nsample_links++] = link;
 	}
 	return 0;
+}
+
+/*
+ * The wait and flush hooks: fentry/fexit where the kernel allows it
+ * (hooks_fentry.bpf.c, attached by the skeleton), else the syscall
+ * tracepoints (syscall_tps). Only one set is loaded.
+ */
+static void collector__choose_hooks(struct collector *c)
+{
+	struct bpf_program *prog;
+
+	bpf_object__for_each_program(prog, c->skel->obj) {
+		const char *sec = bpf_program__section_name(prog);
+
+		if (!strncmp(sec, "fentry/", 7) || !strncmp(sec, "fexit/", 6))
+			bpf_program__set_autoload(prog, c->features.fentry);
+		else if (!strncmp(sec, "tracepoint/syscalls/", 20))
+			bpf_program__set_autoload(prog, !c->features.fentry);
+	}
 }
 
 /* The programs of syscall_tps, which the skeleton leaves to us. */
@@ -288,6 +309,8 @@ struct collector *collector__open(const struct collector_opts *opts, char *err, 
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
+	if (features__probe(&c->features, err, errlen))
+		goto fail;
 	/* per-syscall tracepoints are attached through tracefs */
 	ret = tracefs__ensure();
 	if (ret) {
@@ -348,6 +371,7 @@ struct collector *collector__open(const struct collector_opts *opts, char *err, 
 			LW_COMM_LEN - 1);
 	collector__no_autoattach(c);
 	collector__choose_uprobes(c);
+	collector__choose_hooks(c);
 	if (collector__size_unwind(c, opts)) {
 		snprintf(err, errlen, "cannot size the unwind tables");
 		goto fail;
@@ -373,7 +397,7 @@ struct collector *collector__open(const struct collector_opts *opts, char *err, 
 
 	/* Attach tracepoints */
 	ret = loopwatch_bpf__attach(c->skel);
-	if (!ret)
+	if (!ret && !c->features.fentry)
 		ret = collector__attach_syscalls(c);
 	if (ret) {
 		snprintf(err, errlen, "cannot attach BPF programs: %s (run with -v for details)",
@@ -490,6 +514,11 @@ void collector__destroy(struct collector *c)
 	free(c->keys);
 	free(c->buf);
 	free(c);
+}
+
+const char *collector__hooks(const struct collector *c)
+{
+	return c->features.hooks;
 }
 
 int collector__fd(const struct collector *c)

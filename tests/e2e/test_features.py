@@ -1,0 +1,114 @@
+"""The kernel's BPF features, probed at start (userspace/kernel/features.c). A kernel
+without one loopwatch needs is refused before anything loads, in one line naming the
+feature, the kernel it came with and loopwatch's minimum; the hooks chosen for the wait
+and flush calls are said in one line; and with fentry pretended absent (the tracepoint
+fallback) the loop is still tracked, against the workload's own truth.
+
+LOOPWATCH_TEST_ABSENT=name,... is test-only: it makes loopwatch take features the
+running kernel has for absent, so that every fallback and refusal runs on any kernel
+(tests/kernels runs the same cases on kernels that do have fentry)."""
+import os
+import subprocess
+
+from lwtest import Loopwatch, Workload, bpfstats, load_truth, of_type, tmpfile
+from test_loop import assert_matches_truth
+
+MIN_KERNEL = "5.19"
+# (LOOPWATCH_TEST_ABSENT name, what the line says, the kernel it came with)
+REQUIRED = (
+    ("ringbuf", "the BPF ring buffer", "5.8"),
+    ("task_storage", "BPF task storage", "5.11"),
+    ("task_btf", "bpf_get_current_task_btf()", "5.11"),
+    ("task_storage_get", "bpf_task_storage_get() in tracepoints", "5.11"),
+    ("task_pt_regs", "bpf_task_pt_regs()", "5.15"),
+    ("attach_cookie", "bpf_get_attach_cookie()", "5.15"),
+    ("bpf_loop", "bpf_loop()", "5.17"),
+    ("percpu_lookup", "bpf_map_lookup_percpu_elem()", "5.19"),
+)
+# the programs each set of hooks is made of (bpf/loop.bpf.c, bpf/hooks_fentry.bpf.c)
+TRACEPOINT_PROGS = {"wait_enter", "wait_exit", "flush_enter", "flush_exit"}
+FENTRY_PROGS = {"fe_epoll_wait", "fx_epoll_wait", "fe_fsync", "fx_fsync",
+                "fx_restart_sysc"}
+
+
+def hooks_lines(stderr):
+    """What the start line says of the hooks: one entry per start line."""
+    return [ln.split("(hooks: ", 1)[1].rsplit("); Ctrl-C", 1)[0]
+            for ln in stderr.splitlines() if ln.startswith("loopwatch: tracing event loops")]
+
+
+FENTRY = "fentry/fexit on the wait and flush syscalls"
+
+
+def test_missing_feature_refused_in_one_line(ctx):
+    """Each required feature taken away in turn: loopwatch exits non-zero before
+    loading anything, with exactly one line on stderr naming what is missing."""
+    release = os.uname().release
+    for name, what, since in REQUIRED:
+        p = subprocess.run([ctx.loopwatch, "-d", "1"], capture_output=True, text=True,
+                           timeout=60, env=dict(os.environ, LOOPWATCH_TEST_ABSENT=name))
+        want = ("loopwatch: this kernel (%s) has no %s (Linux %s): loopwatch needs Linux "
+                "%s or later" % (release, what, since, MIN_KERNEL))
+        assert p.returncode != 0, "%s absent: exit 0" % name
+        assert p.stderr.splitlines() == [want], "%s absent: %r" % (name, p.stderr)
+        assert not p.stdout, p.stdout
+
+
+def loaded_programs(pid):
+    """The names (as the kernel keeps them) of the BPF programs process pid holds."""
+    return set(bpfstats.snapshot(bpfstats.prog_ids(pid)))
+
+
+def run_hooks_case(ctx, absent):
+    """loopwork's two loop threads under `loopwatch -p` (with the features in absent
+    pretended absent): (its hooks lines, the programs it had loaded, truth, lines)."""
+    out = tmpfile()
+    wrap = ("env", "LOOPWATCH_TEST_ABSENT=" + absent) if absent else ()
+    w = Workload([ctx.workload("loopwork"), out, "mixed,fixed3", "600", "--go"])
+    lw = Loopwatch(ctx, "-p", w.pid, "-d", 60, wrap=wrap)
+    try:
+        lw.start()
+        progs = loaded_programs(lw.proc.pid)
+        w.go()
+        w.wait()
+        lines = lw.stop()
+    finally:
+        w.kill()
+        lw.kill()
+    return hooks_lines(lw.stderr), progs, load_truth(out), lines
+
+
+def assert_tracked(truth, lines):
+    by_tid = {s["tid"]: s for s in of_type(lines, "summary", pid=truth["pid"])}
+    want = {t["tid"] for t in truth["threads"]}
+    assert set(by_tid) == want, "loop threads %s, want %s" % (sorted(by_tid), sorted(want))
+    for t in truth["threads"]:
+        assert_matches_truth(by_tid[t["tid"]], t)
+
+
+def test_tracepoint_fallback_tracks_the_loop(ctx):
+    """fentry pretended absent: the start line says the syscall tracepoints are used and
+    why, only the tracepoint programs are loaded, and both loop threads are tracked
+    with their lag matching the workload's own measure."""
+    hooks, progs, truth, lines = run_hooks_case(ctx, "fentry")
+    assert hooks == ["syscall tracepoints, fentry absent: LOOPWATCH_TEST_ABSENT"], hooks
+    assert TRACEPOINT_PROGS <= progs, "tracepoint programs %s not all in %s" % (
+        sorted(TRACEPOINT_PROGS), sorted(progs))
+    assert not progs & FENTRY_PROGS, "fentry programs loaded: %s" % sorted(progs & FENTRY_PROGS)
+    assert_tracked(truth, lines)
+
+
+def test_hooks_of_this_kernel(ctx):
+    """Whatever this kernel allows: the start line names the hooks, the programs loaded are
+    that set alone, and the loop is tracked against its truth (fentry where the
+    kernel allows it: the kernels of tests/kernels; the tracepoints where it refuses,
+    with the reason: this host)."""
+    hooks, progs, truth, lines = run_hooks_case(ctx, "")
+    assert len(hooks) == 1, hooks
+    if hooks[0] == FENTRY:
+        assert FENTRY_PROGS <= progs, sorted(progs)
+        assert not progs & TRACEPOINT_PROGS, sorted(progs & TRACEPOINT_PROGS)
+    else:
+        assert hooks[0].startswith("syscall tracepoints, "), hooks
+        assert TRACEPOINT_PROGS <= progs and not progs & FENTRY_PROGS, sorted(progs)
+    assert_tracked(truth, lines)

@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/utsname.h>
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include "kernel/features.h"
+
+/*
+ * What bpf/ needs that not every kernel has, oldest first: the first one
+ * missing is named with the kernel it came with. A fallback for any of these
+ * would be a second copy of the programs (bpf_loop's callers are the stack
+ * walkers: an unrolled walk is too large to verify), so there is none: a
+ * clear error at start, never a tracer loaded blind.
+ */
+enum need_kind { NEED_MAP, NEED_HELPER };
+
+static const struct need {
+	const char *name;	/* for LOOPWATCH_TEST_ABSENT */
+	const char *what;
+	const char *since;
+	enum need_kind kind;
+	int id;			/* enum bpf_map_type or enum bpf_func_id */
+} needs[] = {
+	{ "ringbuf", "the BPF ring buffer", "5.8", NEED_MAP, BPF_MAP_TYPE_RINGBUF },
+	{ "task_storage", "BPF task storage", "5.11", NEED_MAP, BPF_MAP_TYPE_TASK_STORAGE },
+	{ "task_btf", "bpf_get_current_task_btf()", "5.11", NEED_HELPER,
+	  BPF_FUNC_get_current_task_btf },
+	{ "task_storage_get", "bpf_task_storage_get() in tracepoints", "5.11", NEED_HELPER,
+	  BPF_FUNC_task_storage_get },
+	{ "task_pt_regs", "bpf_task_pt_regs()", "5.15", NEED_HELPER, BPF_FUNC_task_pt_regs },
+	{ "attach_cookie", "bpf_get_attach_cookie()", "5.15", NEED_HELPER,
+	  BPF_FUNC_get_attach_cookie },
+	{ "bpf_loop", "bpf_loop()", "5.17", NEED_HELPER, BPF_FUNC_loop },
+	{ "percpu_lookup", "bpf_map_lookup_percpu_elem()", "5.19", NEED_HELPER,
+	  BPF_FUNC_map_lookup_percpu_elem },
+};
+#define NNEEDS (sizeof(needs) / sizeof(needs[0]))
+
+/*
+ * The functions hooks_fentry.bpf.c puts trampolines on (its SEC names): all
+ * or none, a kernel's BTF missing one keeps the tracepoints.
+ */
+#if defined(__x86_64__)
+#define SYS "__x64_sys_"
+#elif defined(__aarch64__)
+#define SYS "__arm64_sys_"
+#else
+#define SYS NULL
+#endif
+static const char *const fentry_targets[] = {
+	"epoll_wait", "epoll_pwait", "epoll_pwait2", "poll", "ppoll", "select", "pselect6",
+	"fsync", "fdatasync", "sync_file_range", "syncfs",
+};
+#define RESTART_TARGET "__do_sys_restart_syscall"
+#define NTARGETS (sizeof(fentry_targets) / sizeof(fentry_targets[0]))
+
+/* Is name in LOOPWATCH_TEST_ABSENT (test-only: pretend the kernel lacks it)? */
+static bool feature__pretend_absent(const char *name)
+{
+	const char *list = getenv("LOOPWATCH_TEST_ABSENT"), *p;
+	size_t n = strlen(name);
+
+	for (p = list; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+		if (!strncmp(p, name, n) && (p[n] == ',' || !p[n]))
+			return true;
+	}
+	return false;
+}
+
+static bool need__met(const struct need *n)
+{
+	if (feature__pretend_absent(n->name))
+		return false;
+	if (n->kind == NEED_MAP)
+		return libbpf_probe_bpf_map_type((enum bpf_map_type)n->id, NULL) == 1;
+	return libbpf_probe_bpf_helper(BPF_PROG_TYPE_TRACEPOINT, (enum bpf_func_id)n->id,
+				       NULL) == 1;
+}
+
+/*
+ * Can a trampoline go on btf_id? An empty fentry program loaded and attached
+ * there, and let go: some kernels have the BTF but refuse the trampoline
+ * (lockdown, no ftrace direct calls). 0 or -errno.
+ */
+static int fentry__try(int btf_id)
+{
+	const struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = BPF_TRACE_FENTRY,
+		    .attach_btf_id = (__u32)btf_id);
+	int prog, link;
+
+	prog = bpf_prog_load(BPF_PROG_TYPE_TRACING, "lw_fentry_probe", "GPL", insns,
+			     sizeof(insns) / sizeof(insns[0]), &opts);
+	if (prog < 0)
+		return -errno;
+	link = bpf_raw_tracepoint_open(NULL, prog);
+	if (link < 0) {
+		int err = -errno;
+
+		close(prog);
+		return err;
+	}
+	close(link);
+	close(prog);
+	return 0;
+}
+
+/* fentry usable on every target: true, or false with why not in why. */
+static bool fentry__usable(char *why, size_t whylen)
+{
+	struct btf *vmlinux;
+	char name[64];
+	int id = -1, err;
+
+	if (feature__pretend_absent("fentry")) {
+		snprintf(why, whylen, "fentry absent: LOOPWATCH_TEST_ABSENT");
+		return false;
+	}
+	if (!SYS) {
+		snprintf(why, whylen, "no fentry hooks for this architecture");
+		return false;
+	}
+	vmlinux = btf__load_vmlinux_btf();
+	if (!vmlinux) {
+		snprintf(why, whylen, "no kernel BTF");
+		return false;
+	}
+	for (size_t i = 0; i <= NTARGETS; i++) {
+		if (i < NTARGETS)
+			snprintf(name, sizeof(name), "%s%s", SYS, fentry_targets[i]);
+		else
+			snprintf(name, sizeof(name), "%s", RESTART_TARGET);
+		err = btf__find_by_name_kind(vmlinux, name, BTF_KIND_FUNC);
+		if (err < 0) {
+			snprintf(why, whylen, "no %s in the kernel's BTF", name);
+			btf__free(vmlinux);
+			return false;
+		}
+		if (i == 0)
+			id = err;
+	}
+	btf__free(vmlinux);
+	err = fentry__try(id);
+	if (err) {
+		snprintf(why, whylen, "fentry refused by this kernel: %s", strerror(-err));
+		return false;
+	}
+	return true;
+}
+
+int features__probe(struct features *f, char *err, size_t errlen)
+{
+	struct utsname u;
+	char why[112];
+
+	memset(f, 0, sizeof(*f));
+	for (size_t i = 0; i < NNEEDS; i++) {
+		if (need__met(&needs[i]))
+			continue;
+		if (uname(&u))
+			snprintf(u.release, sizeof(u.release), "?");
+		snprintf(err, errlen, "this kernel (%s) has no %s (Linux %s): loopwatch needs "
+			 "Linux " FEATURES_MIN_KERNEL " or later", u.release, needs[i].what,
+			 needs[i].since);
+		return -1;
+	}
+	f->fentry = fentry__usable(why, sizeof(why));
+	if (f->fentry)
+		snprintf(f->hooks, sizeof(f->hooks), "fentry/fexit on the wait and flush syscalls");
+	else
+		snprintf(f->hooks, sizeof(f->hooks), "syscall tracepoints, %s", why);
+	return 0;
+}

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * What the running kernel's BPF offers, probed once at start: the features
+ * loopwatch cannot run without (a clear error naming the first one missing and
+ * the kernel it came with), and the hooks it can choose between (fentry/fexit
+ * where the kernel allows it, else the syscall tracepoints, said in one line).
+ */
+#ifndef LOOPWATCH_KERNEL_FEATURES_H
+#define LOOPWATCH_KERNEL_FEATURES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* the oldest kernel with every required feature (features.c's table) */
+#define FEATURES_MIN_KERNEL "5.19"
+
+struct features {
+	bool fentry;		/* the wait and flush hooks as fentry/fexit */
+	char hooks[160];	/* which hooks, and why not fentry: for the start line */
+};
+
+/*
+ * 0, or -1 with a one-line error in err. LOOPWATCH_TEST_ABSENT (test-only:
+ * a comma-separated list of features.c's names) makes features absent that
+ * the kernel has, to drive the fallbacks and errors on any kernel.
+ */
+int features__probe(struct features *f, char *err, size_t errlen);
+
+#endif
