@@ -198,11 +198,14 @@ def test_debian_node_in_a_mount_namespace_names_routes_from_its_private_perf_map
             (f["func"], f.get("line")) for st in s["stacks"] for f in st["frames"]]
     waits = [b for b in of_type(lines, "blocking_call", pid=pid)
              if b["syscall"] == "futex" and b["duration_ms"] >= 35]
-    assert len(waits) >= 3, [(b["syscall"], b["duration_ms"])
-                             for b in of_type(lines, "blocking_call", pid=pid)]
+    routes = [b for b in waits if named(b["stack"], ("routeWait",))]
+    assert len(routes) >= 3, [(b["syscall"], b["duration_ms"])
+                              for b in of_type(lines, "blocking_call", pid=pid)]
+    # any other long futex is V8's own (a wait for its GC helpers, seen at load 20 in
+    # makeBig), never another JS function's
     for b in waits:
-        assert named(b["stack"], ("routeWait",)), [(f["func"], f.get("line"))
-                                                   for f in b["stack"]]
+        assert b in routes or any(f["func"].startswith("v8::base::") for f in b["stack"]), \
+            [(f["func"], f.get("line")) for f in b["stack"]]
 
 
 def test_debian_node_24_over_libnode_names_the_route_function(ctx):
