@@ -271,18 +271,21 @@ def wait_for_uprobes(pid, timeout=30):
 
 
 def run_traced(ctx, argv, *flags, settle=0.0, duration=60, wrap=(), with_stderr=False,
-               text=False, probes=False, before=None):
+               text=False, probes=False, before=None, started=None):
     """Start a --go workload, attach `loopwatch --json -p PID` with flags, let it settle
     (so loopwatch sees the loop first), send go, wait for both: (pid, lines), plus
     loopwatch's stderr when with_stderr. text: its plain text lines instead of JSON.
     probes: wait for loopwatch to attach its uprobes (to the workload's libraries).
-    before(pid): called before loopwatch starts (to move the workload into a cgroup)."""
+    before(pid): called before loopwatch starts (to move the workload into a cgroup);
+    started(loopwatch's pid): once it says it is tracing."""
     w = Workload(argv)
     lw = Loopwatch(ctx, "-p", w.pid, "-d", duration, *flags, wrap=wrap, text=text)
     try:
         if before:
             before(w.pid)
         lw.start()
+        if started:
+            started(lw.proc.pid)
         if probes:
             wait_for_uprobes(lw.proc.pid)
         if settle:

@@ -10,7 +10,7 @@ running kernel has for absent, so that every fallback and refusal runs on any ke
 import os
 import subprocess
 
-from lwtest import Loopwatch, Workload, bpfstats, load_truth, of_type, tmpfile
+from lwtest import bpfstats, load_truth, of_type, run_traced, tmpfile
 from test_loop import assert_matches_truth
 
 MIN_KERNEL = "5.19"
@@ -64,18 +64,11 @@ def run_hooks_case(ctx, absent):
     pretended absent): (its hooks lines, the programs it had loaded, truth, lines)."""
     out = tmpfile()
     wrap = ("env", "LOOPWATCH_TEST_ABSENT=" + absent) if absent else ()
-    w = Workload([ctx.workload("loopwork"), out, "mixed,fixed3", "600", "--go"])
-    lw = Loopwatch(ctx, "-p", w.pid, "-d", 60, wrap=wrap)
-    try:
-        lw.start()
-        progs = loaded_programs(lw.proc.pid)
-        w.go()
-        w.wait()
-        lines = lw.stop()
-    finally:
-        w.kill()
-        lw.kill()
-    return hooks_lines(lw.stderr), progs, load_truth(out), lines
+    progs = set()
+    _, lines, stderr = run_traced(ctx, [ctx.workload("loopwork"), out, "mixed,fixed3", "600",
+                                        "--go"], wrap=wrap, with_stderr=True,
+                                  started=lambda pid: progs.update(loaded_programs(pid)))
+    return hooks_lines(stderr), progs, load_truth(out), lines
 
 
 def assert_tracked(truth, lines):
