@@ -760,8 +760,11 @@ def test_many_large_perf_maps_are_read_within_a_budget(ctx):
     # names) above the ~70 MiB loopwatch takes anyway; ASan's quarantine keeps up to
     # 256 MiB of what was freed
     assert rss_kb < (320 + 256 * asan_built(ctx)) << 10, "peak RSS %d MiB" % (rss_kb >> 10)
-    assert not failures, failures
-    assert_cadence(lines, start)
+    # the budget's timing is the optimized build's: under ASan (make check-sanitize, for
+    # memory errors) reading 180 MB of maps may still hold /healthz past 2 s
+    if not asan_built(ctx):
+        assert not failures, failures
+        assert_cadence(lines, start)
 
 
 def symbol_bomb(path, nsyms):
@@ -809,8 +812,11 @@ def test_many_large_symbol_tables_are_loaded_within_a_budget(ctx):
              for f in st["frames"] if f.get("module", "").startswith("libsym")}
     print("peak RSS %d MiB; frames in the libraries: %s" % (rss_kb >> 10, sorted(names)))
     assert "spin" in names, names
-    assert not failures, failures
-    assert_cadence(lines, start)
+    # the budget's timing is the optimized build's: under ASan (make check-sanitize, for
+    # memory errors) sorting one table may hold /healthz past 2 s
+    if not asan_built(ctx):
+        assert not failures, failures
+        assert_cadence(lines, start)
     # the ~70 MiB loopwatch takes anyway, the cache's 256 MiB, and the one table being
     # loaded: its symbols (40 MiB for 1 Mi), names (32 MiB at most) and libelf's copy of
     # its sections (~40 MiB here); ASan's quarantine keeps up to 256 MiB of what was freed
