@@ -111,6 +111,23 @@ static __always_inline struct lw_loop *loop__create(struct task_struct *task, __
 	return l;
 }
 
+/*
+ * An iteration's parts fit in it: the wait for a CPU first, then the sleeps
+ * on the GIL and the other sleeps in what is left; the quota's part is of
+ * the wait for a CPU.
+ */
+static __always_inline void iter__bound(struct lw_iter *it, __u64 busy_ns)
+{
+	if (it->runq_ns > busy_ns)
+		it->runq_ns = busy_ns;
+	if (it->gil_ns > busy_ns - it->runq_ns)
+		it->gil_ns = busy_ns - it->runq_ns;
+	if (it->blocked_ns > busy_ns - it->runq_ns - it->gil_ns)
+		it->blocked_ns = busy_ns - it->runq_ns - it->gil_ns;
+	if (it->throttled_ns > it->runq_ns)
+		it->throttled_ns = it->runq_ns;
+}
+
 static __always_inline void stall__emit(struct lw_loop *l, __u64 now, __u64 busy_ns)
 {
 	struct lw_stall_event *e;
@@ -139,14 +156,7 @@ static __always_inline void stall__emit(struct lw_loop *l, __u64 now, __u64 busy
 	 * switch of this very thread in the middle of this hook adds to the
 	 * iteration's run-queue time after it was bounded (seen under TCG).
 	 */
-	if (e->iter.runq_ns > busy_ns)
-		e->iter.runq_ns = busy_ns;
-	if (e->iter.gil_ns > busy_ns - e->iter.runq_ns)
-		e->iter.gil_ns = busy_ns - e->iter.runq_ns;
-	if (e->iter.blocked_ns > busy_ns - e->iter.runq_ns - e->iter.gil_ns)
-		e->iter.blocked_ns = busy_ns - e->iter.runq_ns - e->iter.gil_ns;
-	if (e->iter.throttled_ns > e->iter.runq_ns)
-		e->iter.throttled_ns = e->iter.runq_ns;
+	iter__bound(&e->iter, busy_ns);
 	bpf_ringbuf_submit(e, LW_RB_LAZY);
 }
 
@@ -185,20 +195,9 @@ static __always_inline void loop__end_iteration(struct lw_loop *l, struct task_s
 	 * fit in what is left.
 	 */
 	runq = task->sched_info.run_delay - l->run_delay_start;
-	if (runq < l->iter.runq_ns)
-		runq = l->iter.runq_ns;
-	if (runq > busy_ns)
-		runq = busy_ns;
-	l->iter.runq_ns = runq;
-	if (l->iter.blocked_ns > busy_ns - runq)
-		l->iter.blocked_ns = busy_ns - runq;
-	if (l->iter.throttled_ns > runq)
-		l->iter.throttled_ns = runq;
-	/* the sleeps on the GIL and the others fit in what is left */
-	if (l->iter.gil_ns > busy_ns - runq)
-		l->iter.gil_ns = busy_ns - runq;
-	if (l->iter.blocked_ns > busy_ns - runq - l->iter.gil_ns)
-		l->iter.blocked_ns = busy_ns - runq - l->iter.gil_ns;
+	if (runq > l->iter.runq_ns)
+		l->iter.runq_ns = runq;
+	iter__bound(&l->iter, busy_ns);
 	block__close(l);
 	if (busy_ns >= slow_threshold_ns)
 		stall__emit(l, now, busy_ns);
