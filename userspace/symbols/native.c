@@ -621,14 +621,20 @@ static void files__account(struct symbolizer *s, struct sym_file *sf)
 	s->files_bytes += sym_file__bytes(sf);
 }
 
+/* The file a stat says: device, inode, size and modification time alike. */
+static bool sym_file__is(const struct sym_file *sf, const struct stat *st, bool is_vdso)
+{
+	return sf->is_vdso == is_vdso && sf->dev == st->st_dev && sf->ino == st->st_ino &&
+	       sf->size == st->st_size && sf->mtime.tv_sec == st->st_mtim.tv_sec &&
+	       sf->mtime.tv_nsec == st->st_mtim.tv_nsec;
+}
+
 static struct sym_file *files__find(struct symbolizer *s, const struct stat *st, bool is_vdso)
 {
 	struct sym_file *sf;
 
 	for (sf = s->files; sf; sf = sf->next) {
-		if (sf->is_vdso == is_vdso && sf->dev == st->st_dev && sf->ino == st->st_ino &&
-		    sf->size == st->st_size && sf->mtime.tv_sec == st->st_mtim.tv_sec &&
-		    sf->mtime.tv_nsec == st->st_mtim.tv_nsec) {
+		if (sym_file__is(sf, st, is_vdso)) {
 			sf->refs++;
 			sf->last_used = ++s->tick;
 			return sf;
@@ -700,6 +706,9 @@ static void symbolizer__load_file(struct symbolizer *s, struct sym_file *sf, int
 	uint64_t cpu;
 	char name[256];
 
+	/* a deferred file was counted as it stood: it is counted again below */
+	if (sf->deferred)
+		s->files_bytes -= sym_file__bytes(sf);
 	if (!symbolizer__may_load(s)) {
 		sf->deferred = true;
 		files__account(s, sf);
@@ -748,7 +757,6 @@ static struct sym_file *symbolizer__file_for(struct symbolizer *s, struct proc *
 		if (sf)
 			symbolizer__load_file(s, sf, fd, p, m->path);
 	} else if (sf->deferred) {
-		s->files_bytes -= sym_file__bytes(sf);
 		symbolizer__load_file(s, sf, fd, p, m->path);
 	}
 	close(fd);
@@ -764,11 +772,8 @@ static void symbolizer__retry(struct symbolizer *s, struct proc *p, const struct
 
 	if (fd < 0)
 		return;
-	if (st.st_dev == sf->dev && st.st_ino == sf->ino && st.st_size == sf->size &&
-	    st.st_mtim.tv_sec == sf->mtime.tv_sec && st.st_mtim.tv_nsec == sf->mtime.tv_nsec) {
-		s->files_bytes -= sym_file__bytes(sf);
+	if (sym_file__is(sf, &st, false))
 		symbolizer__load_file(s, sf, fd, p, m->path);
-	}
 	close(fd);
 }
 
