@@ -105,7 +105,7 @@ static void trace__thread(struct trace *t, __u32 pid, __u32 tid, const char *com
 }
 
 /* The event's slot in the ring, the oldest given up when it is full; args owned. */
-static void trace__push(struct trace *t, enum trace_kind kind, __u32 pid, __u32 tid,
+static struct trace_event *trace__push(struct trace *t, enum trace_kind kind, __u32 pid, __u32 tid,
 			double ts, __u64 dur_ns, const char *name, char *args)
 {
 	struct trace_event *e = &t->ring[t->head];
@@ -120,6 +120,7 @@ static void trace__push(struct trace *t, enum trace_kind kind, __u32 pid, __u32 
 				   .dur_us = (double)dur_ns / 1e3, .args = args };
 	snprintf(e->name, sizeof(e->name), "%s", name);
 	t->head = (t->head + 1) % TRACE_MAX_EVENTS;
+	return e;
 }
 
 /* ["func (module)", ...] leaf first, cut to TRACE_FRAMES */
@@ -252,8 +253,8 @@ static void trace__stall(struct sink *s, const struct stall_report *r)
 		snprintf(name, sizeof(name), "held the GIL %.1f ms of %s[%u]'s stall",
 			 json__ms(h->ns), r->thread[0] ? r->thread : r->comm, r->tid);
 		trace__thread(t, r->pid, h->tid, r->comm, h->comm);
-		trace__push(t, TRACE_GIL, r->pid, h->tid, r->ts, r->duration_ns, name, args);
-		t->ring[(t->head + TRACE_MAX_EVENTS - 1) % TRACE_MAX_EVENTS].waiter = r->tid;
+		trace__push(t, TRACE_GIL, r->pid, h->tid, r->ts, r->duration_ns, name, args)->waiter =
+			r->tid;
 	}
 }
 
