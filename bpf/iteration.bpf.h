@@ -66,14 +66,18 @@ static __always_inline __u64 cfs__throttled_clock(struct task_struct *task, __u6
 	if (!bpf_core_field_exists(struct cfs_rq, throttled_clock_self) ||
 	    !bpf_core_field_exists(struct sched_entity, cfs_rq))
 		return 0;
-	cfs = BPF_CORE_READ(task, se.cfs_rq);
+	/*
+	 * Plain loads through the task's BTF pointer, not BPF_CORE_READ's
+	 * probe reads: four of those cost ~0.1 us, twice per preemption.
+	 */
+	cfs = task->se.cfs_rq;
 	if (!cfs)
 		return 0;
 	*cfs_rq = (__u64)cfs;
-	total = BPF_CORE_READ(cfs, throttled_clock_self_time);
-	since = BPF_CORE_READ(cfs, throttled_clock_self);
+	total = cfs->throttled_clock_self_time;
+	since = cfs->throttled_clock_self;
 	if (since) {
-		__u64 clock = BPF_CORE_READ(cfs, rq, clock);
+		__u64 clock = cfs->rq->clock;
 
 		if (clock > since)
 			total += clock - since;
@@ -108,16 +112,12 @@ static __always_inline void runq__book_throttled(struct lw_loop *l, struct task_
  * thread waited for it: charge it. Every context switch of the machine asks;
  * with no waiter it is a per-CPU lookup and a load.
  */
-static __always_inline void cpu_wait__charge(struct task_struct *prev)
+static __noinline void cpu_wait__charge_now(struct lw_cpu_wait *w, struct task_struct *prev,
+					    __u64 now)
 {
-	struct lw_cpu_wait *w;
-	__u32 zero = 0, tid, n, i, min = 0;
-	__u64 now, ns;
+	__u32 tid, n, i, min = 0;
+	__u64 ns;
 
-	w = bpf_map_lookup_elem(&cpu_waits, &zero);
-	if (!w || !w->tid)
-		return;
-	now = bpf_ktime_get_ns();
 	if (now - w->start_ns > LW_CPU_WAIT_MAX_NS) {
 		w->tid = 0;
 		return;
@@ -156,6 +156,24 @@ static __always_inline void cpu_wait__charge(struct task_struct *prev)
 	w->top[n].pystack = 0;
 	w->top[n].v8stack = 0;
 	bpf_probe_read_kernel(w->top[n].comm, sizeof(w->top[n].comm), prev->comm);
+}
+
+/*
+ * Out of line past the check every switch of the machine makes (bpf/wait.bpf.h
+ * says why). Returns the clock it read, or 0: the switch's program reads it
+ * once (a read costs ~45 ns in a VM, as much as the rest of a switch-out).
+ */
+static __always_inline __u64 cpu_wait__charge(struct task_struct *prev)
+{
+	__u32 zero = 0;
+	struct lw_cpu_wait *w = bpf_map_lookup_elem(&cpu_waits, &zero);
+	__u64 now;
+
+	if (!w || !w->tid)
+		return 0;
+	now = bpf_ktime_get_ns();
+	cpu_wait__charge_now(w, prev, now);
+	return now;
 }
 
 /* A loop thread preempted inside an iteration waits for this CPU: watch who gets it. */
@@ -249,12 +267,10 @@ static __always_inline void cpu_wait__end(struct lw_loop *l, __u64 now)
  * kernel's own sched_switch trace event misses the same switch). Inside the
  * busy period its sleep is booked; before it (a stale period) nothing is.
  */
-static __always_inline void loop__close_missed(struct lw_loop *l, __u64 now)
+static __noinline void loop__close_missed_now(struct lw_loop *l, __u64 now)
 {
 	__u64 to;
 
-	if (!l->off_ns)
-		return;
 	/* the current task: the scheduler's tracepoint books a switch-in's own before */
 	if (l->busy_start_ns && !l->in_wait)
 		runq__book_throttled(l, bpf_get_current_task_btf(), now);
@@ -266,6 +282,13 @@ static __always_inline void loop__close_missed(struct lw_loop *l, __u64 now)
 	}
 	l->off_ns = 0;
 	counter__inc(LW_CTR_SWITCH_INS_MISSED);
+}
+
+/* rare: out of line, as every cold path of the hooks is (bpf/wait.bpf.h says why) */
+static __always_inline void loop__close_missed(struct lw_loop *l, __u64 now)
+{
+	if (l->off_ns)
+		loop__close_missed_now(l, now);
 }
 
 /*
@@ -452,7 +475,7 @@ static __always_inline void capture__take(void *ctx, struct lw_capture *cap, __u
 static __always_inline void capture__set(struct lw_capture *cap, const struct lw_stack_ref *st)
 {
 	cap->stack = *st;
-	__builtin_memset(cap->words, 0, sizeof(cap->words));
+	cap->words[0] = LW_WORDS_NONE;
 }
 
 #endif /* LOOPWATCH_ITERATION_BPF_H */

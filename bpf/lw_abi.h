@@ -137,6 +137,13 @@ struct lw_capture {
 	__u64 words[LW_STACK_WORDS];	/* from the user stack pointer up */
 };
 
+/*
+ * words[0] of a capture whose stack was taken elsewhere (a CPU sample's): its
+ * other words are stale, and marking them so is one store where clearing
+ * them was 32, at an iteration's first preemption.
+ */
+#define LW_WORDS_NONE (~0ULL)
+
 /* Time an instrumented function (probe) took inside one iteration. */
 #define LW_ITER_PROBES 4
 #define LW_MAX_PROBES 256	/* probe ids: the bpf_cookie of each attached uprobe */

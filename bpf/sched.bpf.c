@@ -23,7 +23,7 @@ static __always_inline bool block__same(const struct lw_block *b, __s32 nr, __u6
 }
 
 /* A loop thread goes to sleep inside its busy period: which call, from where. */
-static __always_inline void block__note_sleep(void *ctx, struct lw_loop *l,
+static __noinline void block__note_sleep(void *ctx, struct lw_loop *l,
 					      struct task_struct *task, __u64 now)
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
@@ -34,10 +34,10 @@ static __always_inline void block__note_sleep(void *ctx, struct lw_loop *l,
 
 	if (!regs)
 		return;
-	nr = (__s32)BPF_CORE_READ(regs, orig_ax);
-	arg0 = BPF_CORE_READ(regs, di);
-	ip = BPF_CORE_READ(regs, ip);
-	sp = BPF_CORE_READ(regs, sp);
+	nr = (__s32)regs->orig_ax;
+	arg0 = regs->di;
+	ip = regs->ip;
+	sp = regs->sp;
 	/* waiting for the GIL is no call of its own: the call before it ends */
 	if (gil__wait_begins(l, nr, arg0, now)) {
 		block__close(l);
@@ -66,6 +66,18 @@ static __always_inline void block__note_sleep(void *ctx, struct lw_loop *l,
 		fd = l->call_wait.nfds ? l->call_wait.fds[0] : -1;
 	}
 	fd__info(task, fd, &l->block.fd);
+}
+
+/* a walk costs microseconds: out of line, like every cold path of the hooks */
+static __noinline void loop__walk_preempted(void *ctx, struct lw_loop *l,
+					    struct task_struct *prev)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+
+	if (regs) {
+		capture__take(ctx, &l->preempt_cap, regs->sp, 2);
+		l->preempt_walked = 1;
+	}
 }
 
 /* __TASK_STOPPED, __TASK_TRACED (include/linux/sched.h; macros, not in BTF) */
@@ -112,14 +124,8 @@ static __always_inline void loop__switch_out(void *ctx, struct lw_loop *l,
 	l->off_throttled_clock = cfs__throttled_clock(prev, &l->off_cfs_rq);
 	cpu_wait__begin(l, now);
 	/* half way to a stall already: this wait's stack now, exactly where it stopped */
-	if (runq__walk_wanted(l, now)) {
-		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
-
-		if (regs) {
-			capture__take(ctx, &l->preempt_cap, BPF_CORE_READ(regs, sp), 2);
-			l->preempt_walked = 1;
-		}
-	}
+	if (runq__walk_wanted(l, now))
+		loop__walk_preempted(ctx, l, prev);
 }
 
 static __always_inline void loop__switch_in(struct lw_loop *l, struct task_struct *next,
@@ -187,11 +193,11 @@ int BPF_PROG(loop_sched_switch, bool preempt, struct task_struct *prev,
 	     struct task_struct *next, unsigned int prev_state)
 {
 	struct lw_loop *lp = loop__of(prev), *ln = loop__of(next);
-	__u64 now = 0;
+	__u64 now = cpu_wait__charge(prev);
 
-	cpu_wait__charge(prev);
 	if (lp && loop__busy(lp)) {
-		now = bpf_ktime_get_ns();
+		if (!now)
+			now = bpf_ktime_get_ns();
 		loop__switch_out(ctx, lp, prev, preempt, prev_state, now);
 	}
 	if (!ln || !(ln->off_ns || (ln->flags & LW_THREAD_STOPPED)))

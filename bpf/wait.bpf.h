@@ -128,7 +128,7 @@ static __always_inline void iter__bound(struct lw_iter *it, __u64 busy_ns)
 		it->throttled_ns = it->runq_ns;
 }
 
-static __always_inline void stall__emit(struct lw_loop *l, __u64 now, __u64 busy_ns)
+static __noinline void stall__emit(struct lw_loop *l, __u64 now, __u64 busy_ns)
 {
 	struct lw_stall_event *e;
 
@@ -165,7 +165,7 @@ static __always_inline void stall__emit(struct lw_loop *l, __u64 now, __u64 busy
  * with the exact sum of the bucket's durations (arrival-weighted lag: the
  * short buckets' are taken at their middles, lib/arrival.h).
  */
-static __always_inline void hist__add_tail(__u32 tid, unsigned int idx, __u64 ns)
+static __noinline void hist__add_tail(__u32 tid, unsigned int idx, __u64 ns)
 {
 	struct lw_hist_tail *t = bpf_map_lookup_elem(&loop_hists, &tid);
 	unsigned int i = idx - LW_LOOP_LIVE_BUCKETS;
@@ -434,6 +434,67 @@ static __always_inline void caller__remember(struct task_struct *task,
 }
 
 /*
+ * A thread with no loop record makes a wait call: a new loop thread, or a
+ * call-style wait (remembered, so that the same one is not classified
+ * again). Out of line: under contention every instruction of the hot path
+ * below is fetched afresh (other tasks ran on the CPU since the last call),
+ * and this one runs once per loop thread.
+ */
+static __noinline int wait__enter_untracked(struct task_struct *task, struct wait_call *w,
+					    const __u64 *args)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct lw_wait_fds fds;
+	__u32 pid = id >> 32;
+	struct lw_loop *l;
+
+	if (!process__wanted(task, pid))
+		return 0;
+	if (nested_waits) {
+		struct caller *c = bpf_task_storage_get(&callers, task, NULL, 0);
+
+		if (c && caller__same(c, w, args))
+			return 0;
+		wait__fds(args, w->kind, &fds);
+		if (wait__call_style(task, w->kind, &fds)) {
+			caller__remember(task, w, args);
+			return 0;
+		}
+	}
+	l = loop__create(task, pid, (__u32)id);
+	if (!l)
+		return 0;
+	home__set(l, task, w);
+	l->in_wait = 1;
+	l->wait_enter_ns = bpf_ktime_get_ns();
+	return 0;
+}
+
+/*
+ * A loop thread busy in an iteration waits on another set than its home's:
+ * a handler's nested wait (timed as a call: true), or the loop moved there
+ * (false: the home wait's path follows). Out of line, as above.
+ */
+static __noinline bool wait__enter_nested(struct lw_loop *l, struct task_struct *task,
+					  struct wait_call *w, const __u64 *args, __s32 nr)
+{
+	struct lw_wait_fds fds;
+	enum wait_role role;
+	__u64 now;
+
+	wait__fds(args, w->kind, &fds);
+	role = wait__role(l, task, w, &fds);
+	if (role == WAIT_NEW_HOME) {
+		home__set(l, task, w);
+		return false;
+	}
+	now = bpf_ktime_get_ns();
+	call__enter(l, nr, w->kind, now);
+	l->call_wait = fds;
+	return true;
+}
+
+/*
  * A wait call enters (kind: enum lw_call_kind; nr: its syscall number; the
  * call's first three arguments), whichever hook saw it. A thread that is no
  * loop pays a task-storage miss (two pointer loads) before anything else.
@@ -444,8 +505,6 @@ static __always_inline int wait__enter(__u32 kind, __s32 nr, __u64 arg0, __u64 a
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct lw_loop *l = loop__of(task);
 	struct wait_call w = { .kind = kind };
-	struct lw_wait_fds fds;
-	enum wait_role role = WAIT_HOME;
 	struct pt_regs *regs;
 	__u64 now, args[4];
 
@@ -461,50 +520,19 @@ static __always_inline int wait__enter(__u32 kind, __s32 nr, __u64 arg0, __u64 a
 	args[0] = arg0;
 	args[1] = arg1;
 	args[2] = arg2;
-	args[3] = kind == LW_CALL_SELECT && regs ? BPF_CORE_READ(regs, r10) : 0;
+	args[3] = kind == LW_CALL_SELECT && regs ? regs->r10 : 0;
 	/* what the home wait is known by: the epoll fd, a poll's array, a select's set */
 	w.set = args[0];
 	if (kind == LW_CALL_SELECT)
 		w.set = args[1] ? args[1] : args[2] ? args[2] : args[3];
 	w.sp = regs ? PT_REGS_SP(regs) : 0;
 
-	if (!l) {
-		__u64 id = bpf_get_current_pid_tgid();
-		__u32 pid = id >> 32;
-
-		if (!process__wanted(task, pid))
-			return 0;
-		if (nested_waits) {
-			struct caller *c = bpf_task_storage_get(&callers, task, NULL, 0);
-
-			if (c && caller__same(c, &w, args))
-				return 0;
-			wait__fds(args, kind, &fds);
-			if (wait__call_style(task, kind, &fds)) {
-				caller__remember(task, &w, args);
-				return 0;
-			}
-		}
-		l = loop__create(task, pid, (__u32)id);
-		if (!l)
-			return 0;
-		home__set(l, task, &w);
-		l->in_wait = 1;
-		l->wait_enter_ns = bpf_ktime_get_ns();
+	if (!l)
+		return wait__enter_untracked(task, &w, args);
+	if (nested_waits && !l->in_wait && (kind != l->home_kind || w.set != l->home_set) &&
+	    wait__enter_nested(l, task, &w, args, nr))
 		return 0;
-	}
-	if (nested_waits && !l->in_wait && (kind != l->home_kind || w.set != l->home_set)) {
-		wait__fds(args, kind, &fds);
-		role = wait__role(l, task, &w, &fds);
-	}
 	now = bpf_ktime_get_ns();
-	if (role == WAIT_NESTED) {
-		call__enter(l, nr, kind, now);
-		l->call_wait = fds;
-		return 0;
-	}
-	if (role == WAIT_NEW_HOME)
-		home__set(l, task, &w);
 	l->home_sp = w.sp;
 	l->nested_run = 0;
 	l->flags &= ~LW_THREAD_INTERRUPTED;

@@ -220,18 +220,25 @@ def run_service(service, args, out):
             median(cpu), median(cpu_ratios), spread(cpu_ratios, "%.3f")))
     out.append("  loopwatch's BPF time over the floor's: %.0f ns a request (%s)" % (
         median(over), spread(over, "%.0f")))
+    for c in ("floor", "loopwatch"):
+        by_program(c, rows[c], out)
+    return res
+
+
+def by_program(config, rows, out):
+    """Each program's medians over rounds: ns per request, runs per request, ns a run
+    (the floor's empty programs' ns a run is what the kernel charges for a run alone)."""
     progs = {}
-    for x in rows["loopwatch"]:
+    for x in rows:
         for name, ns in x[1].items():
             progs.setdefault(name, []).append((ns, x[2][name]))
-    out.append("  loopwatch by program, ns per request (runs per request, ns per run):")
+    out.append("  %s by program, ns per request (runs per request, ns per run):" % config)
     for name, v in sorted(progs.items(), key=lambda kv: -median([a for a, _ in kv[1]])):
         ns, runs = median([a for a, _ in v]), median([b for _, b in v])
         if ns < 1:
             continue
         out.append("    %-20s %8.1f  (%6.2f runs, %7.1f ns a run)" % (
             name, ns, runs, ns / runs if runs else 0))
-    return res
 
 
 BYSTANDER = r"""

@@ -61,8 +61,8 @@ static void stack__resolve(struct decoder *d, __u32 pid, struct lw_stack_ref ref
 	struct raw_stack raw = {
 		.kernel = kips,
 		.nkernel = collector__read_stack(d->c, ref.kernel, kips, LW_STACK_DEPTH),
-		.words = (const uint64_t *)words,
-		.nwords = words ? LW_STACK_WORDS : 0,
+		.words = words && words[0] != LW_WORDS_NONE ? (const uint64_t *)words : NULL,
+		.nwords = words && words[0] != LW_WORDS_NONE ? LW_STACK_WORDS : 0,
 		.python = collector__read_py_stack(d->c, ref.python, &py) ? &py : NULL,
 		.v8 = js && collector__read_v8_stack(d->c, ref.v8, js) ? js : NULL,
 	};
