@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include "groundtruth.h"
 
@@ -37,6 +38,12 @@ static void *hog__run(void *arg)
 	struct sched_param sp = { .sched_priority = 10 };
 
 	(void)arg;
+	/*
+	 * Named by itself, before its first burst: named by its creator, the
+	 * burst (at SCHED_FIFO, on its creator's CPU) could come first, and
+	 * the stalls it causes would say "hogwork".
+	 */
+	prctl(PR_SET_NAME, "hog");
 	hog_tid = syscall(SYS_gettid);
 	setpriority(PRIO_PROCESS, (id_t)hog_tid, hog_nice);
 	if (!hog_fifo_ms) {
@@ -152,7 +159,6 @@ int main(int argc, char **argv)
 	cpu_stat__read(dir, &s0);
 	sched_truth__read(sfd, &t0);
 	pthread_create(&hog, NULL, hog__run, NULL);
-	pthread_setname_np(hog, "hog");
 	start = now_ns();
 	end = start + (uint64_t)(atof(argv[2]) * 1e9);
 	while (now_ns() < end) {
