@@ -209,15 +209,6 @@ struct lw_iter {
 	__u64 blocked_ns;	/* off CPU, sleeping */
 	__u64 runq_ns;		/* runnable, waiting for a CPU */
 	__u64 runq_max_ns;	/* the longest wait for a CPU (where: runq_cap) */
-	__u32 samples_seen;	/* CPU samples taken; the first LW_ITER_SAMPLES kept, */
-	__u32 nsyscalls;	/* then a uniform reservoir of them */
-	__u32 nblocks;
-	__u32 nprobes;
-	struct lw_stack_ref samples[LW_ITER_SAMPLES];
-	struct lw_syscall_sum syscalls[LW_ITER_SYSCALLS];
-	struct lw_block_ref blocks[LW_ITER_BLOCKS];
-	struct lw_probe_sum probes[LW_ITER_PROBES];
-	struct lw_capture runq_cap;	/* waited there: the first CPU sample after the wait */
 	/*
 	 * Of runq_ns, the waits during which the thread's group on its CPU was
 	 * throttled by its cgroup's CPU quota: the kernel's own throttled clock
@@ -225,30 +216,37 @@ struct lw_iter {
 	 */
 	__u64 throttled_ns;
 	/*
-	 * Who had the CPU while it waited after a preemption: the tasks that ran
-	 * on the CPU it left until it ran again, the longest kept (the CPU's
-	 * own table keeps LW_CPU_NEIGHBOURS, bpf/maps.bpf.h).
-	 */
-	__u32 nneighbours;
-	__u32 pad_neighbours;
-	struct lw_neighbour neighbours[LW_ITER_NEIGHBOURS];
-	/*
-	 * Who woke it from its sleeps of at least block_threshold_ns: ns is the
-	 * sleep each ended, summed per waker (tid LW_WAKER_INTERRUPT: an
-	 * interrupt, no task).
-	 */
-	__u32 nwakers;
-	__u32 pad_wakers;
-	struct lw_neighbour wakers[LW_ITER_WAKERS];
-	/*
 	 * Asleep waiting for the GIL of its Python process (a futex inside the
 	 * interpreter's struct _gil_runtime_state): not blocked_ns, a part of
 	 * its own. Who held it: gil_holders, by CPU samples of the process's
 	 * threads taken while it slept (gil_samples of them found a holder).
 	 */
 	__u64 gil_ns;
+	__u32 samples_seen;	/* CPU samples taken; the first LW_ITER_SAMPLES kept, */
+	__u32 nsyscalls;	/* then a uniform reservoir of them */
+	__u32 nblocks;
+	__u32 nprobes;
+	__u32 nneighbours;
+	__u32 nwakers;
 	__u32 ngil_holders;
 	__u32 gil_samples;
+	struct lw_stack_ref samples[LW_ITER_SAMPLES];
+	struct lw_syscall_sum syscalls[LW_ITER_SYSCALLS];
+	struct lw_block_ref blocks[LW_ITER_BLOCKS];
+	struct lw_probe_sum probes[LW_ITER_PROBES];
+	struct lw_capture runq_cap;	/* waited there: the first CPU sample after the wait */
+	/*
+	 * Who had the CPU while it waited after a preemption: the tasks that ran
+	 * on the CPU it left until it ran again, the longest kept (the CPU's
+	 * own table keeps LW_CPU_NEIGHBOURS, bpf/maps.bpf.h).
+	 */
+	struct lw_neighbour neighbours[LW_ITER_NEIGHBOURS];
+	/*
+	 * Who woke it from its sleeps of at least block_threshold_ns: ns is the
+	 * sleep each ended, summed per waker (tid LW_WAKER_INTERRUPT: an
+	 * interrupt, no task).
+	 */
+	struct lw_neighbour wakers[LW_ITER_WAKERS];
 	struct lw_gil_holder gil_holders[LW_ITER_GIL_HOLDERS];
 };
 
@@ -445,6 +443,19 @@ struct lw_loop {
 	__u64 run_delay_start;	/* the task's sched_info.run_delay as the busy period began */
 	__u64 off_pcount;	/* its sched_info.pcount at off_ns: a switch-in is the next */
 	/*
+	 * A preemption inside a busy period: the thread's group run queue on
+	 * the CPU it left (struct cfs_rq *, 0: none read) and that run queue's
+	 * throttled clock then; the switch-in on the same run queue books the
+	 * difference as iter.throttled_ns.
+	 */
+	__u64 off_cfs_rq;
+	__u64 off_throttled_clock;
+	/* that preemption's CPU, and whether its wait table there is this thread's */
+	__u32 off_cpu;
+	__u32 off_watching;
+	__u32 off_gil;		/* this off period is a sleep on the GIL */
+	__u32 pad_gil;
+	/*
 	 * The home wait: the loop's own wait call, at the outermost steady stack
 	 * depth. Every other wait call made in a busy period is nested (a handler
 	 * waiting) and part of the iteration (bpf/loop.bpf.c says how they are
@@ -472,9 +483,16 @@ struct lw_loop {
 	__u64 runq_ns;
 	__u64 stalls;
 	__u64 stall_busy_ns;	/* of them: the time, exact (the histogram's is by bucket) */
+	__u64 throttled_ns;	/* of runq_ns: throttled by its cgroup's CPU quota */
+	__u64 gil_ns;		/* asleep waiting for the GIL, inside iterations */
 
-	struct lw_block block;
+	/*
+	 * The hot part ends with the iteration's counters (struct lw_iter's
+	 * first fields): an iteration's end and a switch touch these lines,
+	 * the evidence after them only when there is some.
+	 */
 	struct lw_iter iter;
+	struct lw_block block;
 	struct lw_capture preempt_cap;	/* where it was last preempted, if walked */
 	/* the latest CPU sample's stack, and the busy period it was taken in */
 	struct lw_stack_ref last_walk;
@@ -482,21 +500,6 @@ struct lw_loop {
 	__u64 start_ns;		/* task start time */
 	char comm[LW_COMM_LEN];	/* process (group leader) name */
 	char thread[LW_COMM_LEN];
-	__u64 throttled_ns;	/* of runq_ns: throttled by its cgroup's CPU quota */
-	/*
-	 * A preemption inside a busy period: the thread's group run queue on
-	 * the CPU it left (struct cfs_rq *, 0: none read) and that run queue's
-	 * throttled clock then; the switch-in on the same run queue books the
-	 * difference as iter.throttled_ns.
-	 */
-	__u64 off_cfs_rq;
-	__u64 off_throttled_clock;
-	/* that preemption's CPU, and whether its wait table there is this thread's */
-	__u32 off_cpu;
-	__u32 off_watching;
-	__u64 gil_ns;		/* asleep waiting for the GIL, inside iterations */
-	__u32 off_gil;		/* this off period is a sleep on the GIL */
-	__u32 pad_gil;
 	struct lw_hist busy_hist;	/* last: split at LW_LOOP_LIVE_BUCKETS */
 	/*
 	 * Of busy_hist's buckets, the sum of their durations (arrival-weighted

@@ -391,7 +391,9 @@ static __always_inline enum wait_role wait__role(struct lw_loop *l, struct task_
  * such wait, so that the same wait from the same place is not classified
  * again -- reading the poll array, the fd table and the socket took ~0.6 us
  * a call on a contended host. Classified afresh every LW_CALLER_RECHECK
- * calls, in case the fd behind the same array became a loop's.
+ * calls, in case the fd behind the same array became a loop's. (Not the
+ * threads of processes left out: task storage on them would cost each of
+ * their context switches a lookup, bpf/maps.bpf.h.)
  */
 #define LW_CALLER_RECHECK 64
 
@@ -418,8 +420,8 @@ static __always_inline bool caller__same(struct caller *c, const struct wait_cal
 	       c->arg1 == args[1] && ++c->hits % LW_CALLER_RECHECK;
 }
 
-static __always_inline void caller__remember(struct task_struct *task,
-					     const struct wait_call *w, const __u64 *args)
+static __always_inline void caller__remember(struct task_struct *task, const struct wait_call *w,
+					     const __u64 *args)
 {
 	struct caller *c = bpf_task_storage_get(&callers, task, NULL,
 						BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -434,27 +436,26 @@ static __always_inline void caller__remember(struct task_struct *task,
 }
 
 /*
- * A thread with no loop record makes a wait call: a new loop thread, or a
+ * A thread with no loop record makes a wait call: a new loop thread, a
  * call-style wait (remembered, so that the same one is not classified
- * again). Out of line: under contention every instruction of the hot path
- * below is fetched afresh (other tasks ran on the CPU since the last call),
- * and this one runs once per loop thread.
+ * again) or a process left out. Out of line: it keeps the loop threads'
+ * path below short, the one every iteration takes.
  */
 static __noinline int wait__enter_untracked(struct task_struct *task, struct wait_call *w,
 					    const __u64 *args)
 {
+	struct caller *c = task->bpf_storage ? bpf_task_storage_get(&callers, task, NULL, 0) : NULL;
 	__u64 id = bpf_get_current_pid_tgid();
 	struct lw_wait_fds fds;
 	__u32 pid = id >> 32;
 	struct lw_loop *l;
 
+	/* only a watched process's waits are remembered: its own again is not told apart */
+	if (c && caller__same(c, w, args))
+		return 0;
 	if (!process__wanted(task, pid))
 		return 0;
 	if (nested_waits) {
-		struct caller *c = bpf_task_storage_get(&callers, task, NULL, 0);
-
-		if (c && caller__same(c, w, args))
-			return 0;
 		wait__fds(args, w->kind, &fds);
 		if (wait__call_style(task, w->kind, &fds)) {
 			caller__remember(task, w, args);
