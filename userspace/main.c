@@ -391,7 +391,7 @@ static bool run__comm_wanted(const char *comm, void *arg)
  * says "tracing" -- a process is otherwise set up at its first wait seen, and
  * its first stalls would lack its Python/JS frames and unwind tables. At
  * most RUN_PRESET processes and RUN_PRESET_S seconds (a host of many big
- * runtimes): past them, at their first wait as before.
+ * runtimes), the newest first: past them, at their first wait as before.
  */
 #define RUN_PRESET 64
 #define RUN_PRESET_S 2.0

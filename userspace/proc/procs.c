@@ -749,17 +749,39 @@ static bool proc__waiting(int pid)
 	return found;
 }
 
+/* the most waiting processes looked at: more would be a scan too long to run at start */
+#define PROCS_WAITING_SCAN 4096
+
+struct waiting {
+	int pid;
+	uint64_t start_time;
+};
+
+static int waiting__newest_first(const void *a, const void *b)
+{
+	const struct waiting *x = a, *y = b;
+
+	return x->start_time < y->start_time ? 1 : x->start_time > y->start_time ? -1 : 0;
+}
+
 size_t procs__waiting(int *pids, size_t max, bool (*wanted)(const char *comm, void *arg),
 		      void *arg)
 {
+	struct waiting *found = malloc(PROCS_WAITING_SCAN * sizeof(*found));
 	struct dirent *de;
 	size_t n = 0;
-	DIR *d = opendir("/proc");
+	DIR *d;
 
-	if (!d)
+	if (!found)
 		return 0;
-	while (n < max && (de = readdir(d))) {
+	d = opendir("/proc");
+	if (!d) {
+		free(found);
+		return 0;
+	}
+	while (n < PROCS_WAITING_SCAN && (de = readdir(d))) {
 		char path[48], comm[32] = "";
+		uint64_t start_time;
 		int pid, fd;
 		ssize_t len;
 
@@ -776,10 +798,21 @@ size_t procs__waiting(int *pids, size_t max, bool (*wanted)(const char *comm, vo
 			continue;
 		comm[len] = '\0';
 		comm[strcspn(comm, "\n")] = '\0';
-		if (wanted(comm, arg) && proc__waiting(pid))
-			pids[n++] = pid;
+		if (wanted(comm, arg) && proc__waiting(pid) && stat__start_time(pid, &start_time))
+			found[n++] = (struct waiting){ .pid = pid, .start_time = start_time };
 	}
 	closedir(d);
+	/*
+	 * The newest first: what a user just started is what they run loopwatch
+	 * for, and the setup's time budget may end before the list does (a
+	 * loaded host, many big runtimes).
+	 */
+	qsort(found, n, sizeof(*found), waiting__newest_first);
+	if (n > max)
+		n = max;
+	for (size_t i = 0; i < n; i++)
+		pids[i] = found[i].pid;
+	free(found);
 	return n;
 }
 

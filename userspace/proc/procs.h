@@ -114,7 +114,8 @@ bool procs__exists(int pid);
  * Processes with a thread inside a wait call now (epoll_wait, poll, select
  * and their variants, as /proc/PID/task/TID/syscall shows): the loops
  * already waiting when loopwatch starts. At most max pids, those wanted()
- * keeps (given the process's name); how many were written.
+ * keeps (given the process's name), the most recently started first; how
+ * many were written.
  */
 size_t procs__waiting(int *pids, size_t max, bool (*wanted)(const char *comm, void *arg),
 		      void *arg);
