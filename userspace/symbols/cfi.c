@@ -529,10 +529,16 @@ static int table__collect(const struct elf_handle *h, const struct elf_handle *d
 
 int cfi__build(const struct elf_handle *h, const struct elf_handle *dbg, struct cfi_table *t)
 {
+	return cfi__build_within(h, dbg, t, CFI_MAX_BUILD_NS);
+}
+
+int cfi__build_within(const struct elf_handle *h, const struct elf_handle *dbg,
+		      struct cfi_table *t, uint64_t budget_ns)
+{
 	int err;
 
 	memset(t, 0, sizeof(*t));
-	t->deadline_ns = clock__thread_cpu_ns() + CFI_MAX_BUILD_NS;
+	t->deadline_ns = clock__thread_cpu_ns() + budget_ns;
 	err = table__collect(h, dbg, t);
 	if (!err)
 		err = table__add_plt(h, t);

@@ -43,6 +43,13 @@ struct cfi_table {
  * box, -ENOMEM, -EINVAL for malformed sections.
  */
 int cfi__build(const struct elf_handle *h, const struct elf_handle *dbg, struct cfi_table *t);
+/*
+ * The same within budget_ns of this thread's CPU time instead of the
+ * collector's second: a test checking a big file's table (node's) under a
+ * sanitizer, where a second is not its time but the instrumentation's.
+ */
+int cfi__build_within(const struct elf_handle *h, const struct elf_handle *dbg,
+		      struct cfi_table *t, uint64_t budget_ns);
 void cfi_table__free(struct cfi_table *t);
 /* The row in force at the link-time address pc, found as the kernel finds it; NULL if none. */
 const struct lw_uw_row *cfi_table__find(const struct cfi_table *t, uint32_t pc);
