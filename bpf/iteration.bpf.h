@@ -445,8 +445,9 @@ static __always_inline void call__exit(struct lw_loop *l, __u64 now)
 
 /*
  * Stacks are valid only now, while the task is still on this CPU. The kernel
- * stack skips kskip frames (2 in sched_switch: this program and
- * bpf_trace_run); a negative kskip takes none (a uprobe has no kernel part).
+ * stack skips kskip frames (3 in sched_switch's out-of-line walks: them,
+ * the program and bpf_trace_run); a negative kskip takes none (a uprobe has
+ * no kernel part).
  */
 static __always_inline void stack__take(void *ctx, struct lw_stack_ref *st, int kskip)
 {

@@ -22,6 +22,12 @@ static __always_inline bool block__same(const struct lw_block *b, __s32 nr, __u6
 	       b->user_sp == sp && now - b->last_in_ns < LW_BLOCK_MERGE_NS;
 }
 
+/*
+ * The kernel frames a walk from sched_switch skips to start at __schedule:
+ * the out-of-line function taking it, the program, bpf_trace_run.
+ */
+#define LW_SWITCH_KSKIP_OUT_OF_LINE 3
+
 /* A loop thread goes to sleep inside its busy period: which call, from where. */
 static __noinline void block__note_sleep(void *ctx, struct lw_loop *l,
 					      struct task_struct *task, __u64 now)
@@ -57,7 +63,7 @@ static __noinline void block__note_sleep(void *ctx, struct lw_loop *l,
 	l->block.user_ip = ip;
 	l->block.user_sp = sp;
 	l->block.sleeps = 1;
-	capture__take(ctx, &l->block.cap, sp, 2);
+	capture__take(ctx, &l->block.cap, sp, LW_SWITCH_KSKIP_OUT_OF_LINE);
 	l->block.wait.nfds = 0;
 	fd = (__s64)arg0;
 	if (in_call && l->call_kind != LW_CALL_FLUSH) {
@@ -75,7 +81,7 @@ static __noinline void loop__walk_preempted(void *ctx, struct lw_loop *l,
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
 
 	if (regs) {
-		capture__take(ctx, &l->preempt_cap, regs->sp, 2);
+		capture__take(ctx, &l->preempt_cap, regs->sp, LW_SWITCH_KSKIP_OUT_OF_LINE);
 		l->preempt_walked = 1;
 	}
 }

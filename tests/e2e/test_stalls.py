@@ -194,6 +194,13 @@ def test_each_cause_is_a_stall_with_the_right_breakdown_and_stack(ctx):
         assert any(ok for ok, _ in oks), "%s: %s in no stack: %s" % (kind, EXPECT[kind][0], oks)
     cpu_tops = found.get(("cpu", "top"), [])
     assert not cpu_tops or any(ok for ok, _ in cpu_tops), cpu_tops
+    # a sleep's kernel stack starts at the scheduler: none of loopwatch's own plumbing
+    # (its programs, bpf_trace_run) on top, whichever function took the walk
+    kernel_tops = [st["frames"][0]["func"] for s in stalls for st in s["stacks"]
+                   if st["frames"] and st["frames"][0].get("kind") == "kernel"] + \
+                  [b["stack"][0]["func"] for b in blocks
+                   if b["stack"] and b["stack"][0].get("kind") == "kernel"]
+    assert kernel_tops and not [f for f in kernel_tops if f.startswith("bpf_")], kernel_tops
     summary = of_type(lines, "summary", pid=truth["pid"])
     assert summary and summary[0]["iterations"] == len(records), summary
     # the per-thread sums lie in the sums of the ranges
