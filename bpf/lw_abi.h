@@ -202,8 +202,8 @@ struct lw_block_ref {
 
 /*
  * The evidence gathered during the current iteration; reset when it ends.
- * The counters come first: the end of every iteration resets them, and they
- * share one cache line.
+ * The counters come first, up to samples (LW_ITER_COUNTERS_SIZE): the end of
+ * every iteration resets them at once, and they share one or two cache lines.
  */
 struct lw_iter {
 	__u64 blocked_ns;	/* off CPU, sleeping */
@@ -249,6 +249,9 @@ struct lw_iter {
 	struct lw_neighbour wakers[LW_ITER_WAKERS];
 	struct lw_gil_holder gil_holders[LW_ITER_GIL_HOLDERS];
 };
+
+/* the counters an iteration's end resets: everything before its evidence */
+#define LW_ITER_COUNTERS_SIZE __builtin_offsetof(struct lw_iter, samples)
 
 /* The other end of a socket, read from the kernel's socket at the first sleep. */
 struct lw_sock_peer {

@@ -205,19 +205,7 @@ static __always_inline void loop__end_iteration(struct lw_loop *l, struct task_s
 	l->runq_ns += l->iter.runq_ns;
 	l->throttled_ns += l->iter.throttled_ns;
 	l->gil_ns += l->iter.gil_ns;
-	l->iter.gil_ns = 0;
-	l->iter.ngil_holders = 0;
-	l->iter.gil_samples = 0;
-	l->iter.blocked_ns = 0;
-	l->iter.runq_ns = 0;
-	l->iter.throttled_ns = 0;
-	l->iter.samples_seen = 0;
-	l->iter.nsyscalls = 0;
-	l->iter.nblocks = 0;
-	l->iter.nprobes = 0;
-	l->iter.runq_max_ns = 0;
-	l->iter.nneighbours = 0;
-	l->iter.nwakers = 0;
+	__builtin_memset(&l->iter, 0, LW_ITER_COUNTERS_SIZE);
 	l->runq_walk_owed = 0;
 
 	l->iterations++;

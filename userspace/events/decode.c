@@ -58,11 +58,13 @@ static void stack__resolve(struct decoder *d, __u32 pid, struct lw_stack_ref ref
 	struct lw_user_stack user;
 	struct lw_py_stack py;
 	struct lw_v8_stack *js = malloc(sizeof(*js));
+	/* a capture's words are its own, or marked as another's (bpf/lw_abi.h) */
+	const __u64 *own = words && words[0] != LW_WORDS_NONE ? words : NULL;
 	struct raw_stack raw = {
 		.kernel = kips,
 		.nkernel = collector__read_stack(d->c, ref.kernel, kips, LW_STACK_DEPTH),
-		.words = words && words[0] != LW_WORDS_NONE ? (const uint64_t *)words : NULL,
-		.nwords = words && words[0] != LW_WORDS_NONE ? LW_STACK_WORDS : 0,
+		.words = (const uint64_t *)own,
+		.nwords = own ? LW_STACK_WORDS : 0,
 		.python = collector__read_py_stack(d->c, ref.python, &py) ? &py : NULL,
 		.v8 = js && collector__read_v8_stack(d->c, ref.v8, js) ? js : NULL,
 	};
