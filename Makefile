@@ -16,11 +16,13 @@ LDLIBS := $(LOOPWATCH_LDLIBS)
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
-BPF_HDRS := $(wildcard bpf/*.h)
-# userspace/<folder>/<file>.c: one folder per stage of the pipeline (userspace/README.md)
-USER_SRCS := $(filter-out userspace/main.c,$(wildcard userspace/*.c userspace/*/*.c))
+BPF_HDRS := $(wildcard bpf/*.h bpf/runtimes/*.h bpf/runtimes/*/*.h)
+# userspace/<folder>/<file>.c: one folder per stage of the pipeline (userspace/README.md);
+# userspace/runtimes/<runtime>/: one folder per runtime (userspace/runtimes/README.md)
+USER_SRCS := $(filter-out userspace/main.c,$(wildcard userspace/*.c userspace/*/*.c \
+	userspace/runtimes/*/*.c))
 USER_OBJS := $(patsubst userspace/%.c,$(OUT)/obj/%.o,$(USER_SRCS))
-USER_HDRS := $(wildcard userspace/*.h userspace/*/*.h)
+USER_HDRS := $(wildcard userspace/*.h userspace/*/*.h userspace/runtimes/*/*.h)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(wildcard tests/unit/*.c))
 FUZZERS := $(patsubst tests/fuzz/%.c,$(OUT)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 WORKLOADS := $(patsubst tests/workloads/%.c,$(OUT)/workloads/%,$(wildcard tests/workloads/*.c)) \

@@ -7,9 +7,7 @@
 #define LOOPWATCH_ITERATION_BPF_H
 
 #include "maps.bpf.h"
-#include "python.bpf.h"
-#include "gil.bpf.h"
-#include "v8.bpf.h"
+#include "runtimes/runtimes.bpf.h"
 #include "unwind.bpf.h"
 
 /*
@@ -153,8 +151,7 @@ static __noinline void cpu_wait__charge_now(struct lw_cpu_wait *w, struct task_s
 	w->top[n].ns = ns;
 	w->top[n].kstack = -1;
 	w->top[n].ustack = 0;
-	w->top[n].pystack = 0;
-	w->top[n].v8stack = 0;
+	__builtin_memset(w->top[n].rtstack, 0, sizeof(w->top[n].rtstack));
 	bpf_probe_read_kernel(w->top[n].comm, sizeof(w->top[n].comm), prev->comm);
 }
 
@@ -456,9 +453,7 @@ static __always_inline void stack__take(void *ctx, struct lw_stack_ref *st, int 
 	st->kernel = kskip < 0 ? -1 :
 		     bpf_get_stackid(ctx, &stacks,
 				     (kskip & BPF_F_SKIP_FIELD_MASK) | BPF_F_REUSE_STACKID);
-	/* the Python and V8 frame chains change as soon as the thread runs on */
-	st->python = python__capture();
-	st->v8 = v8__capture();
+	runtimes__capture(st->rt);
 }
 
 static __always_inline void capture__take(void *ctx, struct lw_capture *cap, __u64 user_sp,

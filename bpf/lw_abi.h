@@ -123,12 +123,21 @@ struct lw_new_loop_event {
 	__u32 pad;
 };
 
+/*
+ * The runtimes whose frames BPF walks (bpf/runtimes/runtimes.bpf.h): each
+ * keeps the stacks it walked in a map of its own, by id.
+ */
+enum lw_runtime {
+	LW_RT_PYTHON,		/* "py_stacks": bpf/runtimes/python/lw_abi_python.h */
+	LW_RT_V8,		/* "v8_stacks": bpf/runtimes/v8/lw_abi_v8.h */
+	LW_RT_N,
+};
+
 /* ids of one capture's stacks */
 struct lw_stack_ref {
 	__u32 user;		/* id in "user_stacks" (bpf/lw_abi_unwind.h); 0: not captured */
 	__s32 kernel;		/* id in the "stacks" stack map; negative: not captured */
-	__u32 python;		/* id in "py_stacks" (bpf/lw_abi_python.h); 0: no Python stack */
-	__u32 v8;		/* id in "v8_stacks" (bpf/lw_abi_v8.h); 0: no JS frames */
+	__u32 rt[LW_RT_N];	/* id in each runtime's stack map; 0: none walked */
 };
 
 /* A stack taken while the task was about to leave the CPU. */
@@ -173,18 +182,17 @@ struct lw_neighbour {
 	 */
 	__s32 kstack;
 	/*
-	 * A waker's user, Python and JS stacks at the wake-up (ids as in
+	 * A waker's user and runtime stacks at the wake-up (ids as in
 	 * struct lw_stack_ref; 0: none), walked only for a sleep that brings
 	 * its iteration's blocked time to half the slow threshold.
 	 */
 	__u32 ustack;
-	__u32 pystack;
-	__u32 v8stack;
+	__u32 rtstack[LW_RT_N];
 };
 
 /*
  * A thread of the loop's own Python process that CPU samples found holding
- * the GIL while the loop thread slept waiting for it (bpf/gil.bpf.h).
+ * the GIL while the loop thread slept waiting for it (bpf/runtimes/python/gil.bpf.h).
  */
 struct lw_gil_holder {
 	__u32 tid;

@@ -273,8 +273,7 @@ int BPF_PROG(loop_sched_wakeup, struct task_struct *p)
 		stack__take(ctx, &st, 2);
 		w.kstack = st.kernel;
 		w.ustack = st.user;
-		w.pystack = st.python;
-		w.v8stack = st.v8;
+		__builtin_memcpy(w.rtstack, st.rt, sizeof(w.rtstack));
 	} else {
 		w.kstack = bpf_get_stackid(ctx, &stacks, 2 | BPF_F_REUSE_STACKID);
 		counter__inc(LW_CTR_STACK_WALKS);

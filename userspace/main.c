@@ -23,6 +23,7 @@
 #include "model/model.h"
 #include "options.h"
 #include "proc/procs.h"
+#include "runtimes/runtimes.h"
 #include "sinks/sink.h"
 #include "symbols/symbols.h"
 #include "tracker/probes.h"
@@ -54,6 +55,7 @@ static void signal__handle(int sig)
 struct run {
 	struct options opts;
 	struct procs *procs;
+	struct runtimes *rts;
 	struct symbols *syms;
 	struct collector *c;
 	struct probes *probes;
@@ -278,7 +280,8 @@ static int run__open(struct run *r)
 		model__keep_exited(r->model, (r->opts.prom_file ? r->opts.prom_interval_s : 0) +
 					     r->opts.interval_s);
 	r->procs = procs__new();
-	r->syms = r->procs ? symbols__new(r->procs) : NULL;
+	r->rts = runtimes__new();
+	r->syms = r->procs && r->rts ? symbols__new(r->procs, r->rts) : NULL;
 	if (!r->model || !r->syms) {
 		snprintf(err, sizeof(err), "out of memory");
 		goto fail;
@@ -292,7 +295,7 @@ static int run__open(struct run *r)
 		status = 2;
 		goto fail;
 	}
-	r->tracker = tracker__new(r->c, r->procs, r->syms, r->probes,
+	r->tracker = tracker__new(r->c, r->procs, r->syms, r->rts, r->probes,
 				  r->opts.quiet ? NULL : stderr);
 	if (r->tracker)
 		tracker__set_kubelet_logs(r->tracker, r->opts.kubelet_logs);
@@ -346,6 +349,7 @@ static void run__close(struct run *r)
 	probes__free(r->probes);
 	collector__destroy(r->c);
 	symbols__free(r->syms);
+	runtimes__free(r->rts);
 	procs__free(r->procs);
 	model__free(r->model);
 }

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* Fuzz target: CPython line tables read from a target's memory (symbols/pyline.c). */
+/* Fuzz target: CPython line tables read from a target's memory (runtimes/python/pyline.c). */
 #include <stdint.h>
 #include <string.h>
-#include "symbols/pyline.h"
+#include "runtimes/python/pyline.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * Unit test for the pure parts of Python support (userspace/symbols/pyline.c,
- * userspace/symbols/python_splice.c) and the parts that only read /proc and ELF
+ * Unit test for the pure parts of Python support (userspace/runtimes/python/pyline.c,
+ * userspace/runtimes/python/python_splice.c) and the parts that only read /proc and ELF
  * (python__detect, python__symbolize on bad input). Needs root and
  * /usr/bin/python3 (Debian's 3.11); pyenv 2.7 is used when present.
  * The BPF walker itself is proven by tools/pywalk and tests/e2e/test_python.py.
@@ -18,8 +18,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "proc/procs.h"
-#include "symbols/pyline.h"
-#include "symbols/python.h"
+#include "runtimes/python/pyline.h"
+#include "runtimes/python/python.h"
 
 #include "check.h"
 #include "testroot.h"

@@ -17,9 +17,9 @@
 #include "check.h"
 #include "proc/elf.h"
 #include "proc/procs.h"
-#include "symbols/v8.h"
+#include "runtimes/v8/v8.h"
 #include "symbols/native.h"
-#include "symbols/v8meta.h"
+#include "runtimes/v8/v8meta.h"
 #include "testroot.h"
 
 /* measured on live heaps of each (the prototype's tables): what v8meta must find */

@@ -20,6 +20,7 @@
 #include "proc/elf.h"
 #include "proc/procs.h"
 #include "symbols/cfi.h"
+#include "runtimes/runtimes.h"
 #include "symbols/symbols.h"
 
 #define DEPTH 32
@@ -123,7 +124,8 @@ static void bench_stacks(const char *what, char *const argv[], int rounds)
 		goto out;
 	}
 	for (int r = 0; r < rounds && r < 64; r++) {
-		struct symbols *syms = symbols__new(ps);
+		struct runtimes *rts = runtimes__new();
+		struct symbols *syms = symbols__new(ps, rts);
 		struct raw_stack raw = { .user = ips, .nuser = DEPTH, .user_fp = 0 };
 		struct frame *frames;
 		double t0 = cpu_ns();
@@ -141,6 +143,7 @@ static void bench_stacks(const char *what, char *const argv[], int rounds)
 			printf("%-8s %d frames: first stack (files read, cold) %.1f ms\n", what,
 			       got, cold / 1e6);
 		symbols__free(syms);
+		runtimes__free(rts);
 	}
 	printf("%-8s cached %d-frame stack: median %.1f us of %d rounds (%.0f ns a frame)\n", what,
 	       DEPTH, median(per, rounds) / 1e3, rounds, median(per, rounds) / DEPTH);

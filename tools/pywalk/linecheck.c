@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "symbols/pyline.h"
+#include "runtimes/python/pyline.h"
 
 int main(void)
 {

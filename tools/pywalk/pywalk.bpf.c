@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * The Python walker (bpf/python.bpf.h) in the three contexts loopwatch
+ * The Python walker (bpf/runtimes/python/python.bpf.h) in the three contexts loopwatch
  * calls it from, for one process: each captured stack goes to userspace
  * with the native stacks taken at the same moment and the walk's cost.
  */
@@ -8,7 +8,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
-#include "python.bpf.h"
+#include "runtimes/python/python.bpf.h"
 #include "pywalk.h"
 
 const volatile __u32 target_pid = 0;

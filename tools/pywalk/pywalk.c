@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * pywalk: the BPF Python walker on one live process, printed. Proves
- * bpf/python.bpf.h and userspace/python*.c on real interpreters without the
+ * bpf/runtimes/python/python.bpf.h and userspace/runtimes/python/ on real interpreters without the
  * rest of loopwatch: detects the version, attaches one capture context,
  * and prints every captured stack symbolized and spliced.
  */
@@ -22,7 +22,7 @@
 #include "lib/jsonw.h"
 #include "proc/procs.h"
 #include "symbols/native.h"
-#include "symbols/python.h"
+#include "runtimes/python/python.h"
 #include "pywalk.h"
 #include "pywalk.skel.h"
 

@@ -9,6 +9,7 @@
 #include "lib/clock.h"
 #include "lib/syscalls.h"
 #include "lib/text.h"
+#include "runtimes/runtimes.h"
 #include "symbols/symbols.h"
 
 struct decoder {
@@ -17,6 +18,7 @@ struct decoder {
 	double mono_to_wall;	/* add to CLOCK_MONOTONIC seconds for unix time */
 	probe_label_fn label;
 	const void *label_ctx;
+	void *rtstack[LW_RT_N];	/* a runtime's stack as read, while its frames are named */
 };
 
 static void probe__label(const struct decoder *d, __u32 id, char *buf, size_t len)
@@ -39,11 +41,22 @@ struct decoder *decoder__new(struct collector *c, struct symbols *syms, probe_la
 	d->label = label;
 	d->label_ctx = label_ctx;
 	d->mono_to_wall = clock__wall() - clock__mono();
+	for (int id = 0; id < LW_RT_N; id++) {
+		d->rtstack[id] = malloc(runtimes__get(id)->stack_size);
+		if (!d->rtstack[id]) {
+			decoder__free(d);
+			return NULL;
+		}
+	}
 	return d;
 }
 
 void decoder__free(struct decoder *d)
 {
+	if (!d)
+		return;
+	for (int id = 0; id < LW_RT_N; id++)
+		free(d->rtstack[id]);
 	free(d);
 }
 
@@ -56,8 +69,6 @@ static void stack__resolve(struct decoder *d, __u32 pid, struct lw_stack_ref ref
 {
 	uint64_t kips[LW_STACK_DEPTH];
 	struct lw_user_stack user;
-	struct lw_py_stack py;
-	struct lw_v8_stack *js = malloc(sizeof(*js));
 	/* a capture's words are its own, or marked as another's (bpf/lw_abi.h) */
 	const __u64 *own = words && words[0] != LW_WORDS_NONE ? words : NULL;
 	struct raw_stack raw = {
@@ -65,9 +76,15 @@ static void stack__resolve(struct decoder *d, __u32 pid, struct lw_stack_ref ref
 		.nkernel = collector__read_stack(d->c, ref.kernel, kips, LW_STACK_DEPTH),
 		.words = (const uint64_t *)own,
 		.nwords = own ? LW_STACK_WORDS : 0,
-		.python = collector__read_py_stack(d->c, ref.python, &py) ? &py : NULL,
-		.v8 = js && collector__read_v8_stack(d->c, ref.v8, js) ? js : NULL,
 	};
+
+	for (int id = 0; id < LW_RT_N; id++) {
+		const struct runtime *rt = runtimes__get(id);
+
+		if (collector__read_runtime_stack(d->c, rt->stacks_map, ref.rt[id], d->rtstack[id],
+						  rt->stack_size))
+			raw.rt[id] = d->rtstack[id];
+	}
 
 	if (collector__read_user_stack(d->c, ref.user, &user)) {
 		raw.user = (const uint64_t *)user.pcs;
@@ -77,7 +94,15 @@ static void stack__resolve(struct decoder *d, __u32 pid, struct lw_stack_ref ref
 	}
 
 	out->nframes = symbols__stack(d->syms, (int)pid, &raw, &out->frames);
-	free(js);
+}
+
+static bool stack__has_runtime(const __u32 ids[LW_RT_N])
+{
+	for (int id = 0; id < LW_RT_N; id++) {
+		if (ids[id])
+			return true;
+	}
+	return false;
 }
 
 /* Identical sample stacks become one entry with a count. */
@@ -97,8 +122,8 @@ static void stall__add_samples(struct decoder *d, const struct lw_stall_event *e
 		for (j = 0; j < nuniq; j++) {
 			struct lw_stack_ref o = e->iter.samples[first[j]];
 
-			if (o.user == s.user && o.kernel == s.kernel && o.python == s.python &&
-			    o.v8 == s.v8)
+			if (o.user == s.user && o.kernel == s.kernel &&
+			    !memcmp(o.rt, s.rt, sizeof(s.rt)))
 				break;
 		}
 		if (j == nuniq)
@@ -254,11 +279,11 @@ static int parties__copy(struct decoder *d, __u32 pid, const struct lw_neighbour
 		}
 		count++;
 		p->top[0] = '\0';
-		if (!irq && (v[i].ustack || v[i].pystack || v[i].v8stack)) {
-			struct lw_stack_ref ref = { .user = v[i].ustack, .kernel = -1,
-						    .python = v[i].pystack, .v8 = v[i].v8stack };
+		if (!irq && (v[i].ustack || stack__has_runtime(v[i].rtstack))) {
+			struct lw_stack_ref ref = { .user = v[i].ustack, .kernel = -1 };
 			struct stack_report s = { 0 };
 
+			memcpy(ref.rt, v[i].rtstack, sizeof(ref.rt));
 			stack__resolve(d, v[i].pid, ref, NULL, &s);
 			if (s.nframes)
 				stack_report__top(&s, p->top, sizeof(p->top));
@@ -335,7 +360,7 @@ static void stall__add_gil(struct decoder *d, const struct lw_stall_event *e,
 			if (e->iter.gil_holders[k].tid == h->tid)
 				g = &e->iter.gil_holders[k];
 		}
-		if (!g || (!g->stack.user && !g->stack.python))
+		if (!g || (!g->stack.user && !g->stack.rt[LW_RT_PYTHON]))
 			continue;
 		h->stack = r->nstacks;
 		s = &r->stacks[r->nstacks++];

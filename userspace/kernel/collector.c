@@ -604,32 +604,32 @@ int collector__set_unwind(struct collector *c, __u32 pid, __u32 slot,
 	return 0;
 }
 
-bool collector__read_py_stack(struct collector *c, __u32 id, struct lw_py_stack *st)
+/* A runtime's map by name, holding values of size bytes; NULL: none such. */
+static const struct bpf_map *runtime__map(struct collector *c, const char *name, size_t size)
 {
-	return id && !bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.py_stacks), &id, st);
+	const struct bpf_map *map = bpf_object__find_map_by_name(c->skel->obj, name);
+
+	return map && bpf_map__value_size(map) == size ? map : NULL;
 }
 
-/* A frame walker's per-process layout: set, or (cfg NULL) taken out. */
-static int walker__set(const struct bpf_map *map, __u32 pid, const void *cfg)
+bool collector__read_runtime_stack(struct collector *c, const char *map, __u32 id, void *st,
+				   size_t size)
 {
-	if (!cfg)
-		return bpf_map_delete_elem(bpf_map__fd(map), &pid);
-	return bpf_map_update_elem(bpf_map__fd(map), &pid, cfg, BPF_ANY);
+	const struct bpf_map *m = id ? runtime__map(c, map, size) : NULL;
+
+	return m && !bpf_map_lookup_elem(bpf_map__fd(m), &id, st);
 }
 
-int collector__set_python(struct collector *c, __u32 pid, const struct lw_py_proc *cfg)
+int collector__set_runtime(struct collector *c, const char *map, __u32 pid, const void *layout,
+			   size_t size)
 {
-	return walker__set(c->skel->maps.py_procs, pid, cfg);
-}
+	const struct bpf_map *m = runtime__map(c, map, size);
 
-bool collector__read_v8_stack(struct collector *c, __u32 id, struct lw_v8_stack *st)
-{
-	return id && !bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.v8_stacks), &id, st);
-}
-
-int collector__set_v8(struct collector *c, __u32 pid, const struct lw_v8_proc *cfg)
-{
-	return walker__set(c->skel->maps.v8_procs, pid, cfg);
+	if (!m)
+		return -ENOENT;
+	if (!layout)
+		return bpf_map_delete_elem(bpf_map__fd(m), &pid);
+	return bpf_map_update_elem(bpf_map__fd(m), &pid, layout, BPF_ANY);
 }
 
 void collector__counters(struct collector *c, __u64 sums[LW_CTR_MAX])

@@ -10,8 +10,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "lib/lwtypes.h"
-#include "lw_abi_python.h"
-#include "lw_abi_v8.h"
 #include "lw_abi_unwind.h"
 
 typedef void (*loop_fn)(const struct lw_loop *loop, void *ctx);
@@ -78,14 +76,15 @@ int collector__write_unwind_pages(struct collector *c, size_t at, const struct l
 /* Unwind pid with the mapping table in slot (< LW_UW_MAX_PROCS); NULL proc: no more. */
 int collector__set_unwind(struct collector *c, __u32 pid, __u32 slot,
 			  const struct lw_uw_proc *proc);
-/* A Python stack by id from "py_stacks"; false if gone (or id 0). */
-bool collector__read_py_stack(struct collector *c, __u32 id, struct lw_py_stack *st);
-/* Walk pid's Python frames with cfg from now on; NULL cfg: no more. */
-int collector__set_python(struct collector *c, __u32 pid, const struct lw_py_proc *cfg);
-/* A JS stack by id from "v8_stacks"; false if gone (or id 0). */
-bool collector__read_v8_stack(struct collector *c, __u32 id, struct lw_v8_stack *st);
-/* Walk pid's V8 frames with cfg from now on; NULL cfg: no more. */
-int collector__set_v8(struct collector *c, __u32 pid, const struct lw_v8_proc *cfg);
+/*
+ * A runtime's walked stack by id from its map (userspace/runtimes/: its
+ * stacks_map, size bytes a value); false if gone, id 0, or not such a map.
+ */
+bool collector__read_runtime_stack(struct collector *c, const char *map, __u32 id, void *st,
+				   size_t size);
+/* A runtime's walker reads pid's layout from map from now on; NULL layout: no more. */
+int collector__set_runtime(struct collector *c, const char *map, __u32 pid, const void *layout,
+			   size_t size);
 /*
  * Kernel-side self counters (events dropped, loop map full, switch-ins missed,
  * loop records the kernel refused), summed over CPUs.

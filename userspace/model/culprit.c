@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "model/report.h"
+#include "runtimes/runtimes.h"
 
 static bool module__is_runtime(const char *m)
 {
@@ -15,36 +16,10 @@ static bool module__is_runtime(const char *m)
 	       !strncmp(m, "libpthread", 10) || !strcmp(m, "[vdso]");
 }
 
-/* The interpreter's own library: json.dumps is rarely the frame to show. */
-static bool file__is_stdlib(const char *file)
-{
-	return strstr(file, "/lib/python") && !strstr(file, "-packages/");
-}
-
-/* node's own JavaScript (node:internal/..., node:fs) and V8's builtins (no script) */
-static bool file__is_node_runtime(const char *file)
-{
-	return !file[0] || !strncmp(file, "node:", 5);
-}
-
-/*
- * V8's own C++ and builtins: dozens of internal functions (a property
- * store, a call trampoline) that would each take a row of the functions
- * table; their time goes to the nearest frame that is not V8's (a JS
- * function, or node's binding that called in).
- */
-static bool func__is_v8_internal(const char *func)
-{
-	return !strncmp(func, "v8::", 4) || !strncmp(func, "Builtins_", 9);
-}
-
+/* libc's and the runtimes' own code (json.dumps, node:internal/..., V8's builtins) */
 static bool frame__is_runtime(const struct frame *f)
 {
-	if (f->kind == FRAME_PYTHON)
-		return file__is_stdlib(f->file);
-	if (f->kind == FRAME_JS)
-		return file__is_node_runtime(f->file);
-	return module__is_runtime(f->module) || func__is_v8_internal(f->func);
+	return module__is_runtime(f->module) || runtimes__frame_is_own(f);
 }
 
 /*

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include "lib/cpulimit.h"
 #include "lib/lwtypes.h"
-#include "symbols/frame.h"
+#include "lib/frame.h"
 
 #define REPORT_NAME_LEN 32
 #define REPORT_MAX_STACKS (LW_ITER_SAMPLES + LW_ITER_BLOCKS)

@@ -13,7 +13,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include "symbols/frame.h"
+#include "lib/frame.h"
 
 struct procs;
 struct symbolizer;

@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "symbols/frame.h"
+#include "lib/frame.h"
 
 struct perf_map;
 struct proc;

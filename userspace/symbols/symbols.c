@@ -4,10 +4,9 @@
 #include <string.h>
 #include "proc/procs.h"
 #include "symbols/native.h"
-#include "symbols/python.h"
+#include "runtimes/runtimes.h"
 #include "symbols/symbols.h"
 #include "symbols/unwind.h"
-#include "symbols/v8.h"
 
 /* return addresses the leaf repair may insert */
 #define SYMBOLS_MAX_INSERT 4
@@ -16,21 +15,19 @@
 struct symbols {
 	struct procs *procs;
 	struct symbolizer *native;
-	struct python_syms *python;
-	struct v8_syms *v8;
+	struct runtimes *rts;
 };
 
-struct symbols *symbols__new(struct procs *procs)
+struct symbols *symbols__new(struct procs *procs, struct runtimes *rts)
 {
 	struct symbols *s = calloc(1, sizeof(*s));
 
 	if (!s)
 		return NULL;
 	s->procs = procs;
+	s->rts = rts;
 	s->native = symbolizer__new(procs);
-	s->python = python_syms__new();
-	s->v8 = v8_syms__new();
-	if (!s->native || !s->python || !s->v8) {
+	if (!s->native) {
 		symbols__free(s);
 		return NULL;
 	}
@@ -42,8 +39,6 @@ void symbols__free(struct symbols *s)
 	if (!s)
 		return;
 	symbolizer__free(s->native);
-	python_syms__free(s->python);
-	v8_syms__free(s->v8);
 	free(s);
 }
 
@@ -58,57 +53,7 @@ void symbols__warm(struct symbols *s, int pid)
 void symbols__forget(struct symbols *s, int pid)
 {
 	symbolizer__forget_pid(s->native, pid);
-	python__forget_pid(s->python, pid);
-	v8__forget_pid(s->v8, pid);
-}
-
-int symbols__detect_v8(struct symbols *s, struct proc *p, struct lw_v8_proc *out, char *desc,
-		       size_t len)
-{
-	return v8__detect(s->v8, p, out, desc, len);
-}
-
-typedef int (*splice_fn)(const struct frame *native, int nnative, const struct frame *add,
-			 int nadd, struct frame *out, int max);
-
-/* One stack of the native frames and an interpreter's, put together by splice. */
-static int stack__splice(struct frame **frames, int n, const struct frame *add, int nadd,
-			 splice_fn splice)
-{
-	struct frame *merged;
-	int max = n + nadd;
-
-	if (!nadd)
-		return n;
-	merged = calloc((size_t)max, sizeof(*merged));
-	if (!merged)
-		return n;
-	n = splice(*frames, n, add, nadd, merged, max);
-	free(*frames);
-	*frames = merged;
-	return n;
-}
-
-/* The Python frames the BPF side walked with this stack, spliced into it. */
-static int stack__add_python(struct symbols *s, int pid, const struct lw_py_stack *st,
-			     struct frame **frames, int n)
-{
-	struct frame py[LW_PY_MAX_DEPTH + 1];
-	int npy = python__symbolize(s->python, procs__get(s->procs, pid), st, py,
-				    LW_PY_MAX_DEPTH + 1);
-
-	return stack__splice(frames, n, py, npy, python__splice);
-}
-
-/* The JS frames the BPF side walked with this stack, spliced into it. */
-static int stack__add_v8(struct symbols *s, int pid, const struct lw_v8_stack *st,
-			 struct frame **frames, int n)
-{
-	struct frame js[LW_V8_MAX_DEPTH * 2 + 1];
-	int njs = v8__symbolize(s->v8, procs__get(s->procs, pid), st, js,
-				(int)(sizeof(js) / sizeof(js[0])));
-
-	return stack__splice(frames, n, js, njs, v8__splice);
+	runtimes__forget(s->rts, pid);
 }
 
 /* A walk that ended before the outermost frame says why, as a frame of its own. */
@@ -226,10 +171,11 @@ int symbols__stack(struct symbols *s, int pid, const struct raw_stack *raw, stru
 		snprintf(frames[n].func, sizeof(frames[n].func), "%s", marker);
 		n++;
 	}
-	if (raw->python)
-		n = stack__add_python(s, pid, raw->python, &frames, n);
-	if (raw->v8)
-		n = stack__add_v8(s, pid, raw->v8, &frames, n);
+	for (int id = 0; id < LW_RT_N; id++) {
+		if (raw->rt[id])
+			n = runtimes__add_frames(s->rts, id, procs__get(s->procs, pid), raw->rt[id],
+						 &frames, n);
+	}
 	n = stack__collapse_unnamed(frames, n);
 	/* symbol, module, Python, JavaScript and file names are the target's own bytes */
 	for (int i = 0; i < n; i++)

@@ -11,13 +11,13 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "lw_abi_python.h"
-#include "lw_abi_v8.h"
+#include "lib/lwtypes.h"
 #include "lw_abi_unwind.h"
-#include "symbols/frame.h"
+#include "lib/frame.h"
 
 struct proc;
 struct procs;
+struct runtimes;
 struct symbols;
 
 /* What the kernel captured for one stack; any part may be empty. */
@@ -30,12 +30,11 @@ struct raw_stack {
 	int user_stop;			/* why the walk ended (enum lw_uw_stop) */
 	const uint64_t *words;		/* the top of the user stack, or NULL */
 	int nwords;
-	const struct lw_py_stack *python;	/* the Python frames walked with it, or NULL */
-	const struct lw_v8_stack *v8;		/* the V8 frames walked with it, or NULL */
+	const void *rt[LW_RT_N];	/* each runtime's stack walked with it, or NULL */
 };
 
 /* NULL when out of memory or libelf is unusable */
-struct symbols *symbols__new(struct procs *procs);
+struct symbols *symbols__new(struct procs *procs, struct runtimes *rts);
 void symbols__free(struct symbols *s);
 /*
  * One stack, leaf first: kernel frames, then user frames with the Python
@@ -45,13 +44,6 @@ void symbols__free(struct symbols *s);
 int symbols__stack(struct symbols *s, int pid, const struct raw_stack *raw, struct frame **out);
 /* Read pid's mappings now, while it lives: an event after its exit still names its frames. */
 void symbols__warm(struct symbols *s, int pid);
-/*
- * Is p a node process, and can its JS frames be walked (v8__detect in
- * symbols/v8.h)? 0 with out ready for the kernel, V8_UNSUPPORTED with out
- * flagged so, -1 when p runs no V8. desc says which V8 or why not.
- */
-int symbols__detect_v8(struct symbols *s, struct proc *p, struct lw_v8_proc *out, char *desc,
-		       size_t len);
 /* pid now belongs to another process: what was cached for the old one must go. */
 void symbols__forget(struct symbols *s, int pid);
 

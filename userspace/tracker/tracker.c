@@ -8,9 +8,8 @@
 #include "proc/cpulimit.h"
 #include "proc/kubelet.h"
 #include "proc/procs.h"
-#include "symbols/python.h"
+#include "runtimes/runtimes.h"
 #include "symbols/symbols.h"
-#include "symbols/v8.h"
 #include "tracker/cfitables.h"
 #include "tracker/probes.h"
 #include "tracker/tracker.h"
@@ -35,9 +34,8 @@ struct tracked {
 	struct cgroup_identity cg;
 	bool pending;		/* its runtime, probes and unwind tables are still to come */
 	bool waker;		/* no loop: taken on to walk its stacks (no probes) */
-	bool python;		/* has an entry in the walker's table */
-	bool v8;		/* has an entry in the V8 walker's table, */
-	struct lw_v8_proc v8cfg;	/* this one */
+	int rt;			/* the runtime whose walker has its layout (enum lw_runtime), or -1 */
+	void *layout;		/* that layout, as the kernel has it */
 	/* its CPU quota as last read (at most once a second: every throttled stall asks) */
 	struct cpu_limit limit;
 	__u64 limit_read_ns;
@@ -48,8 +46,9 @@ struct tracker {
 	struct collector *c;
 	struct procs *procs;
 	struct symbols *syms;
+	struct runtimes *rts;
 	struct probes *probes;
-	FILE *notes;		/* one line per node process found, or NULL */
+	FILE *notes;		/* one line per runtime process found, or NULL */
 	struct cfi_tables *cfi;
 	struct tracked *hash[TRACKER_HASH];
 	size_t n;
@@ -59,7 +58,7 @@ struct tracker {
 };
 
 struct tracker *tracker__new(struct collector *c, struct procs *procs, struct symbols *syms,
-			     struct probes *probes, FILE *notes)
+			     struct runtimes *rts, struct probes *probes, FILE *notes)
 {
 	struct tracker *t = calloc(1, sizeof(*t));
 
@@ -68,6 +67,7 @@ struct tracker *tracker__new(struct collector *c, struct procs *procs, struct sy
 	t->c = c;
 	t->procs = procs;
 	t->syms = syms;
+	t->rts = rts;
 	t->probes = probes;
 	t->notes = notes;
 	t->cfi = cfi_tables__new(c);
@@ -87,6 +87,7 @@ void tracker__free(struct tracker *t)
 			struct tracked *k = t->hash[h];
 
 			t->hash[h] = k->hnext;
+			free(k->layout);
 			free(k);
 		}
 	}
@@ -104,15 +105,26 @@ static struct tracked **tracker__slot(struct tracker *t, __u32 pid)
 	return pp;
 }
 
+/* Its runtime's walker lets it go (it left the runtime, or is gone). */
+static void tracked__leave_runtime(struct tracker *t, struct tracked *k)
+{
+	const struct runtime *rt;
+
+	if (k->rt < 0)
+		return;
+	rt = runtimes__get(k->rt);
+	collector__set_runtime(t->c, rt->procs_map, k->pid, NULL, rt->layout_size);
+	k->rt = -1;
+	free(k->layout);
+	k->layout = NULL;
+}
+
 /* The process is gone, or its pid names another now: its kernel entries go. */
 static void tracker__drop(struct tracker *t, struct tracked **pp)
 {
 	struct tracked *k = *pp;
 
-	if (k->python)
-		collector__set_python(t->c, k->pid, NULL);
-	if (k->v8)
-		collector__set_v8(t->c, k->pid, NULL);
+	tracked__leave_runtime(t, k);
 	cfi_tables__drop(t->cfi, k->pid);
 	*pp = k->hnext;
 	if (k->pending)
@@ -124,50 +136,47 @@ static void tracker__drop(struct tracker *t, struct tracked **pp)
 }
 
 /*
- * A CPython process: the BPF side walks its frames from now on. Anything
- * else drops what a previous owner of the pid left.
+ * The runtime that claims the process, the first in runtimes.c's table: its
+ * walker reads the process's layout from now on, or its stacks get a marker
+ * that says why not. Said once per process. Again at each rescan for a
+ * runtime whose layout moves (V8's code range): the kernel told only of a
+ * change.
  */
-static bool tracker__setup_python(struct tracker *t, struct proc *p)
+static void tracker__setup_runtime(struct tracker *t, struct proc *p, struct tracked *k)
 {
-	struct lw_py_proc cfg;
-	__u32 pid = (__u32)proc__pid(p);
-
-	if (python__detect(p, &cfg, NULL, 0) >= 0 && !collector__set_python(t->c, pid, &cfg))
-		return true;
-	collector__set_python(t->c, pid, NULL);
-	return false;
-}
-
-/*
- * A node process: the BPF side walks its JS frames from now on, or, when
- * its V8 metadata is unusable, marks its stacks so. Said once per process.
- * Again at each rescan: V8's code range is re-read, the kernel told only
- * of a change.
- */
-static void tracker__setup_v8(struct tracker *t, struct proc *p, struct tracked *k)
-{
-	struct lw_v8_proc cfg;
+	size_t max = runtimes__max_layout();
 	char desc[160], comm[LW_COMM_LEN];
-	int r = symbols__detect_v8(t->syms, p, &cfg, desc, sizeof(desc));
+	void *layout = calloc(1, max);
 
-	if (r < 0) {
-		if (k->v8)
-			collector__set_v8(t->c, k->pid, NULL);
-		k->v8 = false;
+	for (int id = 0; layout && id < LW_RT_N; id++) {
+		const struct runtime *rt = runtimes__get(id);
+		enum runtime_found r;
+
+		if (k->rt >= 0 && k->rt != id)
+			continue;
+		memset(layout, 0, max);
+		r = runtimes__detect(t->rts, id, p, layout, desc, sizeof(desc));
+		if (r == RUNTIME_NONE) {
+			tracked__leave_runtime(t, k);
+			continue;
+		}
+		if (k->rt == id && !memcmp(layout, k->layout, rt->layout_size))
+			break;
+		if (collector__set_runtime(t->c, rt->procs_map, k->pid, layout, rt->layout_size))
+			break;
+		if (k->rt < 0 && t->notes) {
+			if (!proc__comm(p, (int)k->pid, comm, sizeof(comm)))
+				snprintf(comm, sizeof(comm), "?");
+			fprintf(t->notes, "loopwatch: %s[%u]: %s frames %s (%s)\n", comm, k->pid,
+				rt->frames, r == RUNTIME_MARKED ? "not walked, marked" : "walked",
+				desc);
+		}
+		k->rt = id;
+		free(k->layout);
+		k->layout = layout;
 		return;
 	}
-	if (k->v8 && !memcmp(&cfg, &k->v8cfg, sizeof(cfg)))
-		return;
-	if (collector__set_v8(t->c, k->pid, &cfg))
-		return;
-	if (!k->v8 && t->notes) {
-		if (!proc__comm(p, (int)k->pid, comm, sizeof(comm)))
-			snprintf(comm, sizeof(comm), "?");
-		fprintf(t->notes, "loopwatch: %s[%u]: JavaScript frames %s (%s)\n", comm, k->pid,
-			r == V8_UNSUPPORTED ? "not walked, marked" : "walked", desc);
-	}
-	k->v8 = true;
-	k->v8cfg = cfg;
+	free(layout);
 }
 
 /*
@@ -228,6 +237,7 @@ void tracker__new_loop(struct tracker *t, __u32 pid)
 	if (!k)
 		return;
 	k->pid = pid;
+	k->rt = -1;
 	k->start_time = proc__start_time(p);
 	k->image = proc__image(p);
 	if (!proc__comm(p, (int)pid, k->comm, sizeof(k->comm)))
@@ -276,9 +286,7 @@ static void tracker__setup(struct tracker *t, struct tracked *k)
 	t->npending--;
 	if (!p || !proc__alive(p) || !tracked__same(k, p))
 		return;
-	k->python = tracker__setup_python(t, p);
-	if (!k->python)
-		tracker__setup_v8(t, p, k);
+	tracker__setup_runtime(t, p, k);
 	if (!k->waker)
 		probes__scan(t->probes, p);
 	cfi_tables__update(t->cfi, p);
@@ -328,8 +336,8 @@ void tracker__rescan(struct tracker *t)
 			}
 			/* Python imports _json on first use: libraries come late */
 			proc__maps(p, true);
-			if ((*pp)->v8)
-				tracker__setup_v8(t, p, *pp);
+			if ((*pp)->rt >= 0 && runtimes__get((*pp)->rt)->redetect)
+				tracker__setup_runtime(t, p, *pp);
 			cfi_tables__update(t->cfi, p);
 			if (!(*pp)->waker)
 				probes__scan(t->probes, p);

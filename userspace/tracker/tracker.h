@@ -20,12 +20,13 @@
 struct collector;
 struct probes;
 struct procs;
+struct runtimes;
 struct symbols;
 struct tracker;
 
-/* notes: where a line per node process says whether its JS frames are walked (NULL: quiet) */
+/* notes: where a line per runtime process says whether its frames are walked (NULL: quiet) */
 struct tracker *tracker__new(struct collector *c, struct procs *procs, struct symbols *syms,
-			     struct probes *probes, FILE *notes);
+			     struct runtimes *rts, struct probes *probes, FILE *notes);
 void tracker__free(struct tracker *t);
 /*
  * A thread of pid entered its first wait call (or pid was named with -p):

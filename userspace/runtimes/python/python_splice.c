@@ -8,7 +8,7 @@
  */
 #include <stdbool.h>
 #include <string.h>
-#include "symbols/python.h"
+#include "runtimes/python/python.h"
 
 /* the call machinery between Python frames: says nothing a Python frame doesn't */
 static const char *const glue[] = {

@@ -13,8 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <linux/types.h>
-#include "lw_abi_v8.h"
-#include "symbols/frame.h"
+#include "runtimes/v8/lw_abi_v8.h"
+#include "lib/frame.h"
 
 struct proc;
 struct v8_syms;

@@ -59,6 +59,12 @@ struct v8_meta {
 	uint32_t bytecode_count;
 	uint32_t codekind_mask, codekind_shift, codekind_baseline, codekind_maglev;
 	uint32_t codekind_turbofan;
+	/*
+	 * Source position tables (bytecode and Code) encode each entry's code
+	 * offset delta as unsigned delta << 2 | is_breakable << 1 |
+	 * is_statement (V8 14), not as a zigzag int whose sign is !is_statement.
+	 */
+	bool spt_breakable;
 
 	/* the isolate, from the code */
 	bool has_tls_isolate;

@@ -4,7 +4,7 @@
  * frame pointer chain: every frame V8 generates (interpreter, Sparkplug,
  * Maglev, TurboFan, builtins) keeps rbp, and every JS frame holds its
  * JSFunction at a fixed offset below fp. Only raw words are kept; userspace
- * names them (userspace/symbols/v8name.c), checking first that the objects
+ * names them (userspace/runtimes/v8/v8name.c), checking first that the objects
  * still are what BPF saw, because a GC may move them in between.
  *
  * C++ between JS frames (an API callback such as pbkdf2Sync, a C++ builtin
@@ -23,7 +23,7 @@
 
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
-#include "lw_abi_v8.h"
+#include "runtimes/v8/lw_abi_v8.h"
 #include "stackstore.bpf.h"
 
 /* fp may lie at most this far above sp: a frame chain that leaves the stack is junk */

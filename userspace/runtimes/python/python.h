@@ -14,8 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <linux/types.h>
-#include "lw_abi_python.h"
-#include "symbols/frame.h"
+#include "runtimes/python/lw_abi_python.h"
+#include "lib/frame.h"
 
 struct proc;
 

@@ -11,7 +11,7 @@
  */
 #include <stdbool.h>
 #include <string.h>
-#include "symbols/v8.h"
+#include "runtimes/v8/v8.h"
 
 /* V8's generated code, as the native symbolizer names it */
 static bool frame__is_v8_code(const struct frame *f)

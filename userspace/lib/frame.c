@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "lib/text.h"
-#include "symbols/frame.h"
+#include "lib/frame.h"
 
 int frame__format(const struct frame *f, char *buf, size_t len)
 {

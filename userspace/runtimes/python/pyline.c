@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <limits.h>
-#include "symbols/pyline.h"
+#include "runtimes/python/pyline.h"
 
 /* garbage tables can run a line far off: no int overflow, no negative lines */
 static int line__result(int64_t line)

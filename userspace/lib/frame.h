@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /* One named frame of a stack, whatever it came from: what symbols/ gives out. */
-#ifndef LOOPWATCH_SYMBOLS_FRAME_H
-#define LOOPWATCH_SYMBOLS_FRAME_H
+#ifndef LOOPWATCH_LIB_FRAME_H
+#define LOOPWATCH_LIB_FRAME_H
 
 #include <stdbool.h>
 #include <stddef.h>

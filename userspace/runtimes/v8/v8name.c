@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "proc/procs.h"
-#include "symbols/v8name.h"
+#include "runtimes/v8/v8name.h"
 
 #define NAME_MAX_CHARS 1024
 #define SOURCE_MAX (8u << 20)		/* scripts larger than this: no lines */
@@ -117,6 +117,7 @@ struct sfi {
 struct postab {
 	uint32_t len;
 	uint8_t *bytes;
+	bool breakable;		/* v8_meta.spt_breakable: how code offsets are encoded */
 };
 
 /*
@@ -600,6 +601,7 @@ static bool postab__read(struct v8_namer *n, uint64_t tab, struct postab *t)
 	    smi(lenw) <= 0 || smi(lenw) > TABLE_MAX)
 		return false;
 	t->len = (uint32_t)smi(lenw);
+	t->breakable = m->spt_breakable;
 	t->bytes = malloc(t->len);
 	if (!t->bytes || !rd(n, tab - 1 + m->fixed_array_data, t->bytes, t->len)) {
 		free(t->bytes);
@@ -637,25 +639,63 @@ static bool postab__zigzag(const struct postab *t, uint32_t *i, int64_t *out)
 }
 
 /*
+ * One entry's deltas of (code offset, position): the position a zigzag
+ * VLQ; the code offset a zigzag VLQ d, "not a statement" when negative,
+ * delta = d >= 0 ? d : -(d + 1), or from V8 14 an unsigned VLQ
+ * delta << 2 | is_breakable << 1 | is_statement. Read the old way, a V8 14
+ * table's offsets come out about twice as large: lines from earlier code.
+ */
+static bool postab__entry(const struct postab *t, uint32_t *i, int64_t *code, int64_t *pos)
+{
+	uint64_t u;
+
+	if (t->breakable) {
+		if (!postab__vlq(t, i, &u))
+			return false;
+		*code = (int64_t)(u >> 2);
+	} else {
+		if (!postab__zigzag(t, i, code))
+			return false;
+		if (*code < 0)
+			*code = -(*code + 1);
+	}
+	return postab__zigzag(t, i, pos);
+}
+
+/*
  * The raw SourcePosition of the last entry at or before code offset off:
- * entries are deltas of (code offset, position) from (-1, 0), a negative
- * code offset delta d meaning "not a statement", offset += -(d + 1). -1 when none.
+ * entries are deltas from (-1, 0). -1 when none.
  */
 static int64_t postab__find(const struct postab *t, int64_t off)
 {
-	int64_t code = -1, pos = 0, found = -1, d;
+	int64_t code = -1, pos = 0, found = -1, dc, dp;
 	uint32_t i = 0;
 
-	while (i < t->len) {
-		if (!postab__zigzag(t, &i, &d))
+	while (i < t->len && postab__entry(t, &i, &dc, &dp)) {
+		code += dc;
+		if (code > off)
 			break;
-		code += d >= 0 ? d : -(d + 1);
-		if (code > off || !postab__zigzag(t, &i, &d))
-			break;
-		pos += d;
+		pos += dp;
 		found = pos;
 	}
 	return found;
+}
+
+
+static void dbg__table(const char *what, const struct postab *t)
+{
+	int64_t code = -1, pos = 0, dc, dp;
+	uint32_t i = 0;
+
+	if (!getenv("LW_V8DEBUG"))
+		return;
+	fprintf(stderr, "DBG %s table len %u:", what, t->len);
+	while (i < t->len && postab__entry(t, &i, &dc, &dp)) {
+		code += dc;
+		pos += dp;
+		fprintf(stderr, " %lld=%lld", (long long)code, (long long)pos);
+	}
+	fprintf(stderr, "\n");
 }
 
 /* SourcePosition: bit 0 external, bits 1-30 script offset + 1, bits 31-46 inlining id */
@@ -716,9 +756,17 @@ static int bytecode__pos(struct v8_namer *n, uint64_t ba, int64_t bc_off)
 	uint64_t tab;
 	int pos;
 
-	if (!rd_word(n, ba - 1 + n->m->bytecode_array_spt, &tab) || !postab__read(n, tab, &t))
+	if (!rd_word(n, ba - 1 + n->m->bytecode_array_spt, &tab) || !postab__read(n, tab, &t)) {
+		if (getenv("LW_V8DEBUG"))
+			fprintf(stderr, "DBG bytecode__pos ba %llx off %lld: no table (tab %llx type %d)\n",
+				(unsigned long long)ba, (long long)bc_off, (unsigned long long)tab, obj__type(n, tab));
 		return -1;
+	}
 	pos = sp__offset(postab__find(&t, bc_off));
+	if (getenv("LW_V8DEBUG"))
+		fprintf(stderr, "DBG bytecode__pos ba %llx off %lld -> raw %lld pos %d\n",
+			(unsigned long long)ba, (long long)bc_off, (long long)postab__find(&t, bc_off), pos);
+	dbg__table("bytecode", &t);
 	free(t.bytes);
 	return pos;
 }
@@ -898,6 +946,10 @@ static int optimized__frames(struct v8_namer *n, const struct lw_v8_frame *f,
 	/* a return address is after the call: look up the call itself */
 	pcoff = (int64_t)(f->pc - ci->start) - ((f->flags & LW_V8_F_TOP) ? 0 : 1);
 	raw = postab__find(&t, pcoff);
+	if (getenv("LW_V8DEBUG"))
+		fprintf(stderr, "DBG opt %s kind %d pcoff %lld raw %lld off %d inl %d\n", s->name, ci->kind,
+			(long long)pcoff, (long long)raw, sp__offset(raw), sp__inlining(raw));
+	dbg__table("code", &t);
 	free(t.bytes);
 	id = sp__inlining(raw);
 	if (id && (!m->code_deopt || !rd_word(n, ci->code - 1 + m->code_deopt, &dd) ||
@@ -959,6 +1011,10 @@ static int frame__lines(struct v8_namer *n, const struct lw_v8_frame *f, const s
 		out->tier = tier_names[TIER_BUILTIN];	/* Array.prototype.forEach... */
 		return 1;
 	}
+	if (getenv("LW_V8DEBUG"))
+		fprintf(stderr, "DBG frame %s flags %x pc %llx bco %llx (smi %lld) start %d end %d bt %d\n", s->name,
+			f->flags, (unsigned long long)f->pc, (unsigned long long)f->bytecode_offset,
+			(long long)smi(f->bytecode_offset), s->start, s->end, bt);
 	if ((f->flags & LW_V8_F_BC_SMI) && in_builtin) {
 		/*
 		 * Ignition: the pc is in a bytecode handler or the entry

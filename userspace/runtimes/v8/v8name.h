@@ -12,9 +12,9 @@
 
 #include <stdint.h>
 #include <linux/types.h>
-#include "lw_abi_v8.h"
-#include "symbols/frame.h"
-#include "symbols/v8meta.h"
+#include "runtimes/v8/lw_abi_v8.h"
+#include "lib/frame.h"
+#include "runtimes/v8/v8meta.h"
 
 struct proc;
 struct v8_namer;

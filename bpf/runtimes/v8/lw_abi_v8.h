@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * What crosses between the BPF V8 walker (v8.bpf.h) and userspace
- * (userspace/symbols/v8*.c): the per-process layout userspace reads from the
+ * (userspace/runtimes/v8/): the per-process layout userspace reads from the
  * node binary's v8dbg_* symbols and code, and the raw JS frames BPF leaves
  * for userspace to name. Every V8 version difference the walker needs is a
  * number here, so the BPF code has no per-version branches. Both sides

@@ -15,7 +15,7 @@
 #define LOOPWATCH_GIL_BPF_H
 
 #include "maps.bpf.h"
-#include "python.bpf.h"
+#include "runtimes/python/python.bpf.h"
 
 #define LW_NR_FUTEX 202		/* x86_64 */
 
@@ -196,12 +196,11 @@ static __always_inline struct lw_gil_holder *gil__sample(struct task_struct *tas
 		h->samples = 0;
 		h->stack.user = 0;
 		h->stack.kernel = -1;
-		h->stack.python = 0;
-		h->stack.v8 = 0;
+		__builtin_memset(h->stack.rt, 0, sizeof(h->stack.rt));
 		bpf_get_current_comm(h->comm, sizeof(h->comm));
 	}
 	h->samples++;
-	if (h->stack.user || h->stack.python || now - w->busy_start_ns < sample_gate_ns)
+	if (h->stack.user || h->stack.rt[LW_RT_PYTHON] || now - w->busy_start_ns < sample_gate_ns)
 		return NULL;
 	return h;
 }

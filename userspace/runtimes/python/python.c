@@ -16,8 +16,8 @@
 #include <unistd.h>
 #include "proc/elf.h"
 #include "proc/procs.h"
-#include "symbols/pyline.h"
-#include "symbols/python.h"
+#include "runtimes/python/pyline.h"
+#include "runtimes/python/python.h"
 
 /* how the frame's position counts */
 enum py_pos {

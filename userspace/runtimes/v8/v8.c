@@ -14,8 +14,8 @@
 #include <unistd.h>
 #include "proc/elf.h"
 #include "proc/procs.h"
-#include "symbols/v8.h"
-#include "symbols/v8name.h"
+#include "runtimes/v8/v8.h"
+#include "runtimes/v8/v8name.h"
 
 #define V8_MAX_BINARIES 16	/* node binaries whose layout is kept */
 #define V8_MAX_PIDS 64		/* processes with naming caches */

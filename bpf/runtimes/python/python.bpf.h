@@ -14,7 +14,7 @@
 
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
-#include "lw_abi_python.h"
+#include "runtimes/python/lw_abi_python.h"
 #include "stackstore.bpf.h"
 
 /*

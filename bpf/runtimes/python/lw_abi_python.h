@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * What crosses between the BPF Python walker (python.bpf.h) and userspace
- * (userspace/symbols/python.c): the per-process layout userspace fills in, and the
+ * (userspace/runtimes/python/python.c): the per-process layout userspace fills in, and the
  * raw stacks BPF leaves for userspace to name. Every CPython version
  * difference the walker needs is a field here, so the BPF code has no
  * per-version branches of its own. Both sides include this file.

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "proc/elf.h"
-#include "symbols/v8meta.h"
+#include "runtimes/v8/v8meta.h"
 
 /* a v8dbg_ offset past this is not an object field or frame slot we read */
 #define V8M_MAX_OFFSET 4096
@@ -34,9 +34,19 @@ struct load_ctx {
 	uint64_t builtins_lo, builtins_hi;
 	uint64_t version_sym[4];
 	uint64_t tls_isolate_sym, bc_sizes, bc_sizes_len;
+	int spt_format;		/* SPT_* from SourcePositionTableBuilder::AddPosition */
 	/* from .dynsym: v8::Isolate::GetEmbeddedCodeRange, public API */
 	uint64_t code_range_fn;
 };
+
+/*
+ * How source position tables are encoded, told by the signature of
+ * SourcePositionTableBuilder::AddPosition(size_t, SourcePosition, bool
+ * is_statement[, bool is_breakable]), when the file has it.
+ */
+enum { SPT_UNKNOWN, SPT_ZIGZAG, SPT_BREAKABLE };
+
+#define SPT_ADD_POSITION "_ZN2v88internal26SourcePositionTableBuilder11AddPositionEmNS0_14SourcePositionEb"
 
 static int dbg__collect(const struct elf_symbol *s, void *arg)
 {
@@ -146,6 +156,13 @@ static int symtab__collect(const struct elf_symbol *s, void *arg)
 	} else if (!strcmp(s->name, "_ZN2v88internal11interpreter9Bytecodes14kBytecodeSizesE")) {
 		c->bc_sizes = s->value;
 		c->bc_sizes_len = s->size;
+	} else if (!strncmp(s->name, SPT_ADD_POSITION, sizeof(SPT_ADD_POSITION) - 1)) {
+		const char *rest = s->name + sizeof(SPT_ADD_POSITION) - 1;
+
+		if (!strcmp(rest, ""))
+			c->spt_format = SPT_ZIGZAG;
+		else if (!strcmp(rest, "b"))
+			c->spt_format = SPT_BREAKABLE;
 	} else if (!strcmp(s->name, "_ZN2v88internal7Isolate12isolate_key_E")) {
 		c->m->isolate_key_sym = s->value;
 	} else if (!strcmp(s->name, "v8_Default_embedded_blob_code_")) {
@@ -700,6 +717,12 @@ int v8meta__load(struct v8_meta *m, const struct elf_handle *h)
 		    !elf__read(h, c.bc_sizes, m->bytecode_sizes, c.bc_sizes_len))
 			m->bytecode_count = (uint32_t)(c.bc_sizes_len / 3);
 	}
+	/*
+	 * A stripped binary: by version. Seen on 13.6 (node 24, zigzag) and
+	 * 14.6 (node 26, breakable); where in between it changed is not known.
+	 */
+	m->spt_breakable = c.spt_format == SPT_BREAKABLE ||
+			   (c.spt_format == SPT_UNKNOWN && v8meta__at_least(m, 14, 0));
 	v8meta__tls(&c);
 	if (!v8meta__sane(m)) {
 		snprintf(m->why, sizeof(m->why), "v8dbg_* values out of range");
