@@ -29,11 +29,11 @@ def check_asyncio_stalls(ctx, argv, tasks=False):
     """py_asyncio_stalls.py under argv: its stalls' CPU stacks hold busy_helper <
     inject < injector, its blocking futex calls block_helper < inject < injector,
     each at the tagged line of the script. tasks (3.14+): each also names the Task
-    that ran it, "stall-injector", and main_spin's the unnamed main Task, "Task-1";
-    without, none names a Task."""
+    that ran it and its coroutine, "stall-injector" running injector(), and main_spin's
+    the unnamed main Task, "Task-1" running main(); without, none names a Task."""
     tags = tagged_lines(APP)
     pid, _, lines = serve_traced(ctx, argv, None, "--threshold", 20, seconds=4)
-    want = "[asyncio task: stall-injector]" if tasks else None
+    want = "[asyncio task: stall-injector, coroutine injector]" if tasks else None
     stalls = of_type(lines, "stall", pid=pid)
     assert len(stalls) >= 5, [(s["duration_ms"], s["cause"]) for s in stalls]
     # the first may come before the process was set up at the loop's first wait
@@ -57,7 +57,8 @@ def check_asyncio_stalls(ctx, argv, tasks=False):
     assert mains, "no CPU stack in main_spin"
     for frames in mains:
         assert_chain(frames, APP, tags, ["main_spin", "main"])
-        assert task_of(frames) == ("[asyncio task: Task-1]" if tasks else None), \
+        assert task_of(frames) == ("[asyncio task: Task-1, coroutine main]" if tasks
+                                   else None), \
             describe(frames)
 
 

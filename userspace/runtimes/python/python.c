@@ -53,8 +53,11 @@ struct py_layout {
 	__u32 co_firstlineno, co_filename, co_name, co_qualname, co_lines, co_code_adaptive;
 	/* sizeof(PyASCIIObject), sizeof(PyCompactUnicodeObject): where text starts */
 	__u32 str_ascii, str_compact;
-	/* 3.14+ with asyncio loaded: _PyThreadStateImpl.asyncio_running_task, TaskObj.task_name */
-	__u32 tstate_task, task_name;
+	/*
+	 * 3.14+ with asyncio loaded: _PyThreadStateImpl.asyncio_running_task,
+	 * TaskObj.task_name and task_coro, PyGenObject's gi_name (0: unknown)
+	 */
+	__u32 tstate_task, task_name, task_coro, gen_name;
 	/*
 	 * The GIL (struct _gil_runtime_state): in _PyRuntimeState (ceval.gil,
 	 * 3.8-3.11), or where PyInterpreterState's ceval.gil points (3.12+);
@@ -394,6 +397,8 @@ struct py_debug_pos {
 	 * .._locked, .._holder} start here; 0: not known
 	 */
 	__u32 gil;
+	/* {size, gi_name, gi_iframe, gi_frame_state} of gen_object; 0: not known */
+	__u32 gen;
 };
 
 static const struct py_debug_pos debug_positions[] = {
@@ -406,20 +411,20 @@ static const struct py_debug_pos debug_positions[] = {
 	 * 3.14: threads_main (so the GIL's fields move by one), the generation
 	 * counters, stackpointer, tlbc, set_object
 	 */
-	{ .minor = 14, .read = 0x288,
+	{ .minor = 14, .read = 0x2b8,
 	  .ts = { 0xb0, 0xc0, 0xd0, 0xd8, 0xe0 },
 	  .fr = { 0xf8, 0x100, 0x108, 0x110, 0x120 },
 	  .co = { 0x138, 0x140, 0x148, 0x150, 0x158, 0x160, 0x180 },
-	  .str = { 0x268, 0x280 }, .gil = 0x78 },
+	  .str = { 0x268, 0x280 }, .gil = 0x78, .gen = 0x298 },
 	/* 3.15: thread_state grows (base_frame, last_profiled_frame, exceptions, GIL) */
-	{ .minor = 15, .read = 0x2e8,
+	{ .minor = 15, .read = 0x338,
 	  .ts = { 0xb0, 0xc0, 0xd0, 0xf0, 0xf8 },
 	  .fr = { 0x138, 0x140, 0x148, 0x150, 0x160 },
 	  .co = { 0x178, 0x180, 0x188, 0x190, 0x198, 0x1a0, 0x1c0 },
-	  .str = { 0x2c8, 0x2e0 }, .gil = 0x78 },
+	  .str = { 0x2c8, 0x2e0 }, .gil = 0x78, .gen = 0x318 },
 };
 
-#define DEBUG_READ_MAX 0x300
+#define DEBUG_READ_MAX 0x340
 
 static const struct py_debug_pos *debug_pos__find(unsigned int minor)
 {
@@ -533,6 +538,10 @@ static bool debug_offsets__read(struct proc *p, uint64_t runtime, unsigned int v
 	l->str_compact = l->str_ascii + 16;
 	if (ok && dp->gil)
 		debug_offsets__gil(d, dp->gil, l);
+	/* a Task's coroutine by name: left unnamed when odd, nothing else depends on it */
+	if (ok && dp->gen && !debug__offset(d, dp->gen + 8, word__at(d, dp->gen),
+					    word__at(d, dp->gen), 8, &l->gen_name))
+		l->gen_name = 0;
 	if (!ok)
 		snprintf(why, why_len, "debug offsets out of range");
 	return ok;
@@ -550,6 +559,7 @@ static bool debug_offsets__read(struct proc *p, uint64_t runtime, unsigned int v
 #define ASYNCIO_WORDS 13
 #define ASYNCIO_TASK_SIZE 0
 #define ASYNCIO_TASK_NAME 1
+#define ASYNCIO_TASK_CORO 5
 #define ASYNCIO_TSTATE_SIZE 9
 #define ASYNCIO_RUNNING_TASK 11
 #define ASYNCIO_MAX_OFFSET 0x10000
@@ -580,6 +590,8 @@ static bool asyncio__read_file(struct proc *p, const struct proc_mapping *m, str
 	if (ok) {
 		l->task_name = (__u32)w[ASYNCIO_TASK_NAME];
 		l->tstate_task = (__u32)w[ASYNCIO_RUNNING_TASK];
+		if (w[ASYNCIO_TASK_CORO] + 8 <= w[ASYNCIO_TASK_SIZE])
+			l->task_coro = (__u32)w[ASYNCIO_TASK_CORO];
 	}
 	return ok;
 }
@@ -1089,6 +1101,31 @@ static bool py_task__name(struct proc *p, const struct py_layout *l, uint64_t ta
 	return true;
 }
 
+/* An object's type name, as tp_name has it, within len bytes. */
+static bool py_object__type_is(struct proc *p, uint64_t obj, const char *want, size_t len)
+{
+	uint64_t type, tp_name;
+	char tbuf[16];
+
+	return len <= sizeof(tbuf) && proc__read(p, obj + PY_OB_TYPE, &type, sizeof(type)) &&
+	       proc__read(p, type + PY_TP_NAME, &tp_name, sizeof(tp_name)) &&
+	       proc__read(p, tp_name, tbuf, len) && !memcmp(tbuf, want, len);
+}
+
+/* The name of the coroutine a Task runs (its __name__), as `asyncio pstree` shows it. */
+static bool py_task__coro(struct proc *p, const struct py_layout *l, uint64_t task, char *out,
+			  size_t len)
+{
+	uint64_t coro, name;
+
+	return l->task_coro && l->gen_name &&
+	       proc__read(p, task + l->task_coro, &coro, sizeof(coro)) && coro &&
+	       py_object__type_is(p, coro, "coroutine", sizeof("coroutine")) &&
+	       proc__read(p, coro + l->gen_name, &name, sizeof(name)) &&
+	       py_object__type_is(p, name, "str", sizeof("str")) &&
+	       py_str__read(p, l, name, out, len, false);
+}
+
 /*
  * The layout a stack of this version is decoded with: the table's before
  * 3.13, the process's own after (why says what is wrong when it has none).
@@ -1131,7 +1168,7 @@ int python__symbolize(struct python_syms *ps, struct proc *p, const struct lw_py
 	struct proc_layout tmp;
 	const struct py_layout *l;
 	int n = 0;
-	char buf[96];
+	char buf[128];	/* a frame's func */
 
 	if (max <= 0)
 		return 0;
@@ -1187,10 +1224,14 @@ int python__symbolize(struct python_syms *ps, struct proc *p, const struct lw_py
 		}
 	}
 	if (st->task && l->task_name && n < max) {
-		char name[64];
+		char name[64], coro[64];
 
 		/* the outermost: the Task runs the whole stack above */
-		if (py_task__name(p, l, st->task, name, sizeof(name)))
+		if (py_task__name(p, l, st->task, name, sizeof(name)) &&
+		    py_task__coro(p, l, st->task, coro, sizeof(coro)))
+			snprintf(buf, sizeof(buf), "[asyncio task: %.48s, coroutine %.48s]", name,
+				 coro);
+		else if (py_task__name(p, l, st->task, name, sizeof(name)))
 			snprintf(buf, sizeof(buf), "[asyncio task: %s]", name);
 		else
 			snprintf(buf, sizeof(buf), "[asyncio task: unreadable]");

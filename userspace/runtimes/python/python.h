@@ -51,7 +51,8 @@ void python__forget_pid(struct python_syms *ps, int pid);
  * C-level eval call, for python__splice. A frame that cannot be read
  * becomes "[python: unreadable]", an unsupported version one
  * "[python: unsupported 2.7]" frame (": why" when known). 3.14+: the asyncio
- * Task that ran the stack follows its outermost frame, "[asyncio task: NAME]".
+ * Task that ran the stack follows its outermost frame, "[asyncio task: NAME,
+ * coroutine CORO]" (", coroutine" left out when it cannot be read).
  * Returns the number of frames (<= max).
  */
 #define PYTHON_FRAME_ENTRY 1
