@@ -223,6 +223,45 @@ def test_debian_node_in_a_mount_namespace_names_routes_from_its_private_perf_map
             [(f["func"], f.get("line")) for f in b["stack"]]
 
 
+def test_debian_node_24_over_libnode_names_routes_that_block_in_cpp(ctx):
+    """forky's node 24 in a chroot: stalls whose CPU is spent in libnode's C++ (pbkdf2,
+    JSON.stringify) hold the JS route that called in. The walk starts from the isolate's
+    c_entry_fp: the isolate from libnode's general-dynamic TLS (the GOT's tls_index that
+    v8::Isolate::GetCurrent passes to __tls_get_addr, through glibc's dtv), c_entry_fp's
+    place from the CEntry builtins' code found by pattern (their symbols are stripped)."""
+    root = distro_root("forky")
+    tags, ranges = node_tagged_lines(), function_ranges()
+
+    def get(port, path):
+        return urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=30).read()
+
+    def drive(port):
+        get(port, "/pbkdf2?small=1")
+        get(port, "/json?small=1")
+        time.sleep(1.0)
+        for _ in range(4):
+            get(port, "/pbkdf2")
+            time.sleep(0.2)
+            get(port, "/json")
+            time.sleep(0.2)
+
+    with RootMounts(root):
+        pid, _, lines, stderr = serve_traced(
+            ctx, ["chroot", root, "node", "/lwapps/" + NODE_APP], drive, "--threshold", 15,
+            seconds=5, with_stderr=True)
+    assert re.search(r"JavaScript frames walked \(V8 13\.", stderr), stderr
+    stalls = of_type(lines, "stall", pid=pid)
+    for fn in ("routePbkdf2", "routeJson"):
+        named = [f for s in stalls for st in s["stacks"] for f in st["frames"]
+                 if f["kind"] == "js" and f["func"] == fn]
+        assert len(named) >= 3, (fn, [[(f["func"], f.get("line")) for f in st["frames"]][:16]
+                                      for s in stalls[:4] for st in s["stacks"]])
+        for f in named:
+            assert f["file"].endswith(NODE_APP) and \
+                ranges[fn][0] <= f["line"] <= ranges[fn][1], f
+        assert sum(f["line"] in tags[fn] for f in named) >= 3, (fn, [f["line"] for f in named])
+
+
 def test_debian_node_24_over_libnode_names_the_route_function(ctx):
     """forky's node 24 in a chroot, no flags: V8's layout from libnode.so.137's .dynsym,
     its builtins from the globals the process keeps them in (their symbols are

@@ -345,6 +345,17 @@ static void test_libnode(void)
 	CHECK(!r && m.version[0] == 13 && !m.blob_code && m.blob_code_at[0] && m.blob_size_at[0],
 	      "%d %s: V8 %u blob %#llx at %#llx", r, m.why, m.version[0],
 	      (unsigned long long)m.blob_code, (unsigned long long)m.blob_code_at[0]);
+	/*
+	 * JS callers of C++: the isolate's fields found by the CEntry and fast C
+	 * call patterns over the whole code, the same as npm's node 24 (V8 13.6)
+	 * has by symbol; the isolate through the GOT's tls_index.
+	 */
+	CHECK(!r && m.iso_c_entry_fp == 0x140 && m.root_bias == 128 && m.fp_entry_next == -64 &&
+	      m.iso_fast_c_fp == 0x128 && m.iso_fast_c_pc == 0x120 && m.tls_index_at &&
+	      !m.has_tls_isolate,
+	      "libnode: c_entry_fp +%#x bias %d entry %d fast C +%#x +%#x tls_index at %#llx",
+	      m.iso_c_entry_fp, m.root_bias, m.fp_entry_next, m.iso_fast_c_fp, m.iso_fast_c_pc,
+	      (unsigned long long)m.tls_index_at);
 	if (!r)
 		v8meta__free(&m);
 	CHECK(e.n > 5000, "%zu exported functions", e.n);
@@ -359,6 +370,10 @@ static void test_libnode(void)
 	      cfg.blob_hi > cfg.blob_lo && cfg.blob_hi - cfg.blob_lo < (64u << 20),
 	      "%d %s: blob %#llx-%#llx", r, desc, (unsigned long long)cfg.blob_lo,
 	      (unsigned long long)cfg.blob_hi);
+	/* the loader's module id for libnode's TLS, and the isolate's place in its block */
+	CHECK(r == 0 && (cfg.flags & LW_V8_P_TLS_DTV) && cfg.tls_module >= 1 &&
+	      cfg.tls_isolate >= 0 && cfg.tls_isolate < 0x1d0, "flags %#x module %u offset %lld",
+	      cfg.flags, cfg.tls_module, (long long)cfg.tls_isolate);
 	/* every exported function, at its middle, by the native symbolizer */
 	for (size_t i = 0; base && i < e.n; i += 64) {
 		uint64_t ips[64];

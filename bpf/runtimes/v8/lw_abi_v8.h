@@ -33,6 +33,7 @@ enum lw_v8_proc_flags {
 	LW_V8_P_UNSUPPORTED = 1 << 0,	/* node, but no usable metadata: stacks are markers */
 	LW_V8_P_TLS_ISOLATE = 1 << 1,	/* isolate = *(fsbase + tls_isolate) (node 20+) */
 	LW_V8_P_PTHREAD_KEY = 1 << 2,	/* isolate = pthread_getspecific(key) (node 18) */
+	LW_V8_P_TLS_DTV = 1 << 3,	/* isolate = *(dtv[tls_module] + tls_isolate) (libnode.so) */
 };
 
 /*
@@ -41,7 +42,7 @@ enum lw_v8_proc_flags {
  * others from the start of the object named.
  */
 struct lw_v8_proc {
-	__s64 tls_isolate;	/* g_current_isolate_ relative to the thread pointer */
+	__s64 tls_isolate;	/* g_current_isolate_ relative to the thread pointer, or its block */
 	__u32 flags;		/* enum lw_v8_proc_flags */
 	__u32 pthread_key;	/* Isolate::isolate_key_ */
 	__u32 tls_inline;	/* glibc struct pthread: specific_1stblock[32] of {seq, data} */
@@ -63,7 +64,7 @@ struct lw_v8_proc {
 	__u32 ft_entry;
 	__u32 ft_construct_entry;
 	__u32 ft_builtin_exit;
-	__u32 pad;
+	__u32 tls_module;	/* the library's TLS module id (glibc's dtv index) */
 	/* where V8 code runs: pcs anywhere else are native */
 	__u64 blob_lo, blob_hi;	/* embedded builtins as loaded with the binary */
 	__u64 code_lo, code_hi;	/* the code range: JIT code and the remapped builtins */

@@ -107,6 +107,18 @@ static __always_inline __u64 v8__isolate(const struct lw_v8_proc *cfg)
 		return 0;
 	if (cfg->flags & LW_V8_P_TLS_ISOLATE)
 		return v8__read_u64(fsbase + cfg->tls_isolate);
+	if (cfg->flags & LW_V8_P_TLS_DTV) {
+		/*
+		 * __tls_get_addr's lookup, as glibc lays it out on x86-64: the
+		 * dtv at tcbhead_t + 8, 16-byte entries; a block not allocated
+		 * (-1) only for a library loaded after the thread started.
+		 */
+		slot = v8__read_u64(fsbase + 8);
+		slot = slot ? v8__read_u64(slot + 16 * (__u64)cfg->tls_module) : 0;
+		if (!slot || slot == ~0ULL)
+			return 0;
+		return v8__read_u64(slot + cfg->tls_isolate);
+	}
 	if (!(cfg->flags & LW_V8_P_PTHREAD_KEY))
 		return 0;
 	/* pthread_getspecific(key) on glibc: struct pthread is at the thread pointer */

@@ -25,6 +25,9 @@
  */
 #define GLIBC_SPECIFIC_1STBLOCK 0x310
 #define GLIBC_SPECIFIC 0x510
+/* a GOT's tls_index as the target's loader wrote it: bounded, the memory is the target's */
+#define V8_MAX_TLS_MODULE 4096
+#define V8_MAX_TLS_OFFSET (1u << 20)
 
 /* One node binary, by the file's identity. */
 struct v8_binary {
@@ -339,6 +342,7 @@ int v8__detect(struct v8_syms *vs, struct proc *p, struct lw_v8_proc *out, char 
 	const struct v8_meta *m;
 	char vbuf[64];
 	int32_t key = -1;
+	uint64_t tls_index[2];
 
 	if (!desc || !len) {
 		desc = vbuf;
@@ -359,6 +363,14 @@ int v8__detect(struct v8_syms *vs, struct proc *p, struct lw_v8_proc *out, char 
 	if (m->has_tls_isolate) {
 		out->flags |= LW_V8_P_TLS_ISOLATE;
 		out->tls_isolate = m->tls_isolate_tpoff;
+	} else if (m->tls_index_at && proc__read(p, m->tls_index_at + t->bias, tls_index,
+						 sizeof(tls_index)) &&
+		   tls_index[0] >= 1 && tls_index[0] < V8_MAX_TLS_MODULE &&
+		   tls_index[1] < V8_MAX_TLS_OFFSET) {
+		/* libnode.so: the loader wrote its module id in the GOT at start */
+		out->flags |= LW_V8_P_TLS_DTV;
+		out->tls_module = (__u32)tls_index[0];
+		out->tls_isolate = (__s64)tls_index[1];
 	} else if (m->isolate_key_sym && proc__read(p, m->isolate_key_sym + t->bias, &key,
 						      sizeof(key)) &&
 		   key >= 0 && key < LW_V8_MAX_KEY) {

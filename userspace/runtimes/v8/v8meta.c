@@ -35,8 +35,8 @@ struct load_ctx {
 	uint64_t version_sym[4];
 	uint64_t tls_isolate_sym, bc_sizes, bc_sizes_len;
 	int spt_format;		/* SPT_* from SourcePositionTableBuilder::AddPosition */
-	/* from .dynsym: v8::Isolate::GetEmbeddedCodeRange, public API */
-	uint64_t code_range_fn;
+	/* from .dynsym: v8::Isolate::GetEmbeddedCodeRange and GetCurrent, public API */
+	uint64_t code_range_fn, get_current_fn;
 };
 
 /*
@@ -57,6 +57,10 @@ static int dbg__collect(const struct elf_symbol *s, void *arg)
 	if (!strcmp(s->name, "_ZN2v87Isolate20GetEmbeddedCodeRangeEPPKvPm") &&
 	    s->type == STT_FUNC) {
 		c->code_range_fn = s->value;
+		return 0;
+	}
+	if (!strcmp(s->name, "_ZN2v87Isolate10GetCurrentEv") && s->type == STT_FUNC) {
+		c->get_current_fn = s->value;
 		return 0;
 	}
 	if (strncmp(s->name, "v8dbg_", 6))
@@ -184,6 +188,56 @@ static bool v8meta__at_least(const struct v8_meta *m, uint32_t major, uint32_t m
 	return m->version[0] > major || (m->version[0] == major && m->version[1] >= minor);
 }
 
+/* c_entry_fp at D(%r13), the isolate at B(%r13): bounded, the file is the target's */
+static int centry__set(struct v8_meta *m, int64_t d, int64_t b)
+{
+	if (d < 0 || b > 0 || d - b > (1 << 20))
+		return -ENOENT;
+	m->root_bias = (int)-b;
+	m->iso_c_entry_fp = (uint32_t)(d - b);
+	return 0;
+}
+
+#define SCAN_CHUNK (1u << 20)
+#define SCAN_AHEAD 64		/* bytes a match may look past its start */
+#define SCAN_MAX (512u << 20)	/* executable bytes looked at, in all */
+
+typedef void (*scan_fn)(const uint8_t *buf, size_t n, size_t scan, void *arg);
+
+/*
+ * Every executable PT_LOAD in chunks: fn looks for matches starting in
+ * buf[0..scan), and may read up to n (SCAN_AHEAD past scan).
+ */
+static int code__scan(const struct elf_handle *h, scan_fn fn, void *arg)
+{
+	struct elf_segment *segs = NULL;
+	size_t nsegs = 0, total = 0;
+	uint8_t *buf = malloc(SCAN_CHUNK + SCAN_AHEAD);
+
+	if (!buf || elf__loads(h, &segs, &nsegs)) {
+		free(buf);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < nsegs; i++) {
+		if (!(segs[i].flags & PF_X))
+			continue;
+		for (uint64_t off = 0; off < segs[i].filesz && total < SCAN_MAX;
+		     off += SCAN_CHUNK) {
+			uint64_t left = segs[i].filesz - off;
+			size_t n = left < SCAN_CHUNK + SCAN_AHEAD ? (size_t)left :
+				   SCAN_CHUNK + SCAN_AHEAD;
+
+			if (elf__read(h, segs[i].vaddr + off, buf, n))
+				break;
+			fn(buf, n, n < SCAN_CHUNK ? n : SCAN_CHUNK, arg);
+			total += SCAN_CHUNK;
+		}
+	}
+	free(segs);
+	free(buf);
+	return 0;
+}
+
 /*
  * Builtins_CEntry_Return1_ArgvOnStack_BuiltinExit opens the exit frame:
  *	mov %rbp,D(%r13)		49 89 ad <D:32>   c_entry_fp
@@ -210,11 +264,71 @@ static int code__parse_centry(struct load_ctx *c)
 		if (b > 0 && code[i] == 0x49 && code[i + 1] == 0x8d && code[i + 2] == 0x55)
 			b = (int8_t)code[i + 3];
 	}
-	if (d < 0 || b > 0 || d - b > (1 << 20))
+	return centry__set(m, d, b);
+}
+
+/*
+ * A stripped libnode.so has no Builtins_* symbols: the same two instructions
+ * anywhere in its executable code, within a few bytes of each other. The
+ * CEntry builtins all open their exit frame the same way (six of them in
+ * node 22-26, the only such pair in the file): the pair at least three
+ * places agree on, more than any other.
+ */
+/* distinct pairs kept: C++ outside V8 may hold a few look-alikes, seen first */
+#define SCAN_PAIRS 32
+
+struct centry_seen {
+	struct { int32_t d; int8_t b; unsigned int n; } v[SCAN_PAIRS];
+	size_t n;
+};
+
+static void centry__match(const uint8_t *buf, size_t n, size_t scan, void *arg)
+{
+	struct centry_seen *seen = arg;
+
+	for (size_t i = 0; i < scan && i + 7 <= n; i++) {
+		const uint8_t *p = buf + i;
+		int32_t d;
+		size_t j, k;
+
+		if (p[0] != 0x49 || p[1] != 0x89 || p[2] != 0xad)
+			continue;
+		memcpy(&d, p + 3, 4);
+		for (j = 7; j + 4 <= 48 && i + j + 4 <= n; j++)
+			if (p[j] == 0x49 && p[j + 1] == 0x8d && p[j + 2] == 0x55)
+				break;
+		if (j + 4 > 48 || i + j + 4 > n)
+			continue;
+		for (k = 0; k < seen->n; k++)
+			if (seen->v[k].d == d && seen->v[k].b == (int8_t)p[j + 3])
+				break;
+		if (k == seen->n) {
+			if (seen->n == SCAN_PAIRS)
+				continue;
+			seen->v[k].d = d;
+			seen->v[k].b = (int8_t)p[j + 3];
+			seen->n++;
+		}
+		seen->v[k].n++;
+	}
+}
+
+static int code__scan_centry(struct load_ctx *c)
+{
+	struct centry_seen seen = { .n = 0 };
+	size_t best = 0;
+
+	if (code__scan(c->h, centry__match, &seen) || !seen.n)
 		return -ENOENT;
-	m->root_bias = (int)-b;
-	m->iso_c_entry_fp = (uint32_t)(d - b);
-	return 0;
+	for (size_t k = 1; k < seen.n; k++)
+		if (seen.v[k].n > seen.v[best].n)
+			best = k;
+	for (size_t k = 0; k < seen.n; k++)
+		if (k != best && seen.v[k].n == seen.v[best].n)
+			return -ENOENT;
+	if (seen.v[best].n < 3)
+		return -ENOENT;
+	return centry__set(c->m, seen.v[best].d, seen.v[best].b);
 }
 
 /*
@@ -280,24 +394,20 @@ static int code__parse_jsentry(struct load_ctx *c)
  * Fast C calls from generated code (CallCFunction) record the caller's fp
  * and pc in the isolate data instead of an exit frame:
  *	lea X(%rip),%r10; mov %r10,PC(%r13); mov %rbp,FP(%r13); call *%reg
- * The most common (PC, FP) pair over the builtins is taken.
+ * The most common (PC, FP) pair over the builtins is taken (over all the
+ * executable code where the builtins have no symbols: the same pair, 1280
+ * times in node 24's and Debian's libnode.so.137 alike).
  */
-static void code__parse_fast_c(struct load_ctx *c)
-{
-	struct v8_meta *m = c->m;
-	struct { int32_t pc, fp; unsigned int n; } seen[8] = { 0 };
-	size_t nseen = 0, best = 0;
-	uint64_t len = m->blob_size;
-	uint8_t *buf;
+struct fast_c_seen {
+	struct { int32_t pc, fp; unsigned int n; } v[SCAN_PAIRS];
+	size_t n;
+};
 
-	if (!len || len > (256u << 20))
-		return;
-	buf = malloc(len);
-	if (!buf || elf__read(c->h, m->blob_code, buf, len)) {
-		free(buf);
-		return;
-	}
-	for (uint64_t i = 0; i + 24 < len; i++) {
+static void fast_c__match(const uint8_t *buf, size_t n, size_t scan, void *arg)
+{
+	struct fast_c_seen *seen = arg;
+
+	for (size_t i = 0; i < scan && i + 24 < n; i++) {
 		const uint8_t *p = buf + i;
 		int32_t pc, fp;
 		size_t k;
@@ -325,25 +435,43 @@ static void code__parse_fast_c(struct load_ctx *c)
 		}
 		if (p[0] != 0xff || (p[1] & 0xf8) != 0xd0)	/* call *%reg */
 			continue;
-		for (k = 0; k < nseen; k++)
-			if (seen[k].pc == pc && seen[k].fp == fp)
+		for (k = 0; k < seen->n; k++)
+			if (seen->v[k].pc == pc && seen->v[k].fp == fp)
 				break;
-		if (k == nseen) {
-			if (nseen == 8)
+		if (k == seen->n) {
+			if (seen->n == SCAN_PAIRS)
 				continue;
-			seen[nseen].pc = pc;
-			seen[nseen++].fp = fp;
+			seen->v[k].pc = pc;
+			seen->v[k].fp = fp;
+			seen->n++;
 		}
-		seen[k].n++;
+		seen->v[k].n++;
 	}
-	free(buf);
-	for (size_t k = 1; k < nseen; k++)
-		if (seen[k].n > seen[best].n)
+}
+
+static void code__parse_fast_c(struct load_ctx *c)
+{
+	struct v8_meta *m = c->m;
+	struct fast_c_seen seen = { .n = 0 };
+	uint64_t len = m->blob_size;
+	size_t best = 0;
+
+	if (len && len <= (256u << 20)) {
+		uint8_t *buf = malloc(len);
+
+		if (buf && !elf__read(c->h, m->blob_code, buf, len))
+			fast_c__match(buf, len, len, &seen);
+		free(buf);
+	} else if (!len) {
+		code__scan(c->h, fast_c__match, &seen);
+	}
+	for (size_t k = 1; k < seen.n; k++)
+		if (seen.v[k].n > seen.v[best].n)
 			best = k;
-	if (nseen && seen[best].n >= 4 && seen[best].fp + m->root_bias > 0 &&
-	    seen[best].pc + m->root_bias > 0) {
-		m->iso_fast_c_fp = (uint32_t)(seen[best].fp + m->root_bias);
-		m->iso_fast_c_pc = (uint32_t)(seen[best].pc + m->root_bias);
+	if (seen.n && seen.v[best].n >= 4 && seen.v[best].fp + m->root_bias > 0 &&
+	    seen.v[best].pc + m->root_bias > 0) {
+		m->iso_fast_c_fp = (uint32_t)(seen.v[best].fp + m->root_bias);
+		m->iso_fast_c_pc = (uint32_t)(seen.v[best].pc + m->root_bias);
 	}
 }
 
@@ -627,6 +755,42 @@ static int v8meta__blob(struct load_ctx *c)
 	return 0;
 }
 
+#define GET_CURRENT_READ 48	/* bytes of v8::Isolate::GetCurrent looked at */
+
+/*
+ * The isolate in a shared library's general-dynamic TLS (Debian's
+ * libnode.so): v8::Isolate::GetCurrent() jumps to (or is) the getter
+ *	data16 lea X(%rip),%rdi		66 48 8d 3d <X:32>   the GOT's tls_index
+ *	data16 data16 rex.W call __tls_get_addr		66 66 48 e8 <rel:32>
+ *	[pop %rbp] mov (%rax),%rax	[5d] 48 8b 00     the isolate
+ */
+static void code__parse_tls_getter(struct load_ctx *c)
+{
+	uint64_t fn = c->get_current_fn;
+	uint8_t b[GET_CURRENT_READ];
+	int32_t rel;
+
+	if (!fn || c->tls_isolate_sym || elf__read(c->h, fn, b, sizeof(b)))
+		return;
+	if (b[0] == 0xe9) {
+		memcpy(&rel, b + 1, 4);
+		fn += 5 + (int64_t)rel;
+		if (elf__read(c->h, fn, b, sizeof(b)))
+			return;
+	}
+	for (size_t i = 0; i + 20 <= sizeof(b); i++) {
+		const uint8_t *p = b + i;
+		size_t at = 16 + (p[16] == 0x5d);
+
+		if (memcmp(p, "\x66\x48\x8d\x3d", 4) || memcmp(p + 8, "\x66\x66\x48\xe8", 4) ||
+		    i + at + 3 > sizeof(b) || memcmp(p + at, "\x48\x8b\x00", 3))
+			continue;
+		memcpy(&rel, p + 4, 4);
+		c->m->tls_index_at = fn + i + 8 + (int64_t)rel;
+		return;
+	}
+}
+
 /*
  * glibc's static TLS on x86-64 (TLS_TCB_AT_TP): the executable's block ends
  * at the thread pointer, l_tls_offset = roundup(memsz - firstbyte, align) +
@@ -708,8 +872,9 @@ int v8meta__load(struct v8_meta *m, const struct elf_handle *h)
 	if (v8meta__frame(&c) || v8meta__types(&c) || v8meta__fields(&c) || v8meta__blob(&c))
 		goto out;
 	/* without these, C++ between JS frames cannot be crossed: its JS callers go unnamed */
-	if (!code__parse_centry(&c) && code__parse_jsentry(&c))
+	if ((!code__parse_centry(&c) || !code__scan_centry(&c)) && code__parse_jsentry(&c))
 		m->fp_entry_next = -64;
+	code__parse_tls_getter(&c);
 	code__parse_fast_c(&c);
 	if (c.bc_sizes && c.bc_sizes_len && c.bc_sizes_len % 3 == 0 && c.bc_sizes_len < 3 * 512) {
 		m->bytecode_sizes = malloc(c.bc_sizes_len);

@@ -70,6 +70,12 @@ struct v8_meta {
 	bool has_tls_isolate;
 	int64_t tls_isolate_tpoff;	/* g_current_isolate_, thread pointer relative */
 	uint64_t isolate_key_sym;	/* node <= 18: Isolate::isolate_key_ (a pthread key) */
+	/*
+	 * Or, in a shared library (libnode.so: general-dynamic TLS), the GOT
+	 * pair {module id, offset} that v8::Isolate::GetCurrent() passes to
+	 * __tls_get_addr; the loader writes the module id, read at attach.
+	 */
+	uint64_t tls_index_at;
 	int root_bias;			/* r13 (kRootRegister) = isolate + root_bias */
 	uint32_t iso_c_entry_fp, iso_fast_c_fp, iso_fast_c_pc;
 
