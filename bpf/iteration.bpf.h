@@ -28,6 +28,22 @@ static __always_inline void counter__inc(enum lw_counter which)
 }
 
 /*
+ * A ring buffer slot of size bytes for an event (struct lw_*_event: its type
+ * word first), the type set; NULL, with the drop counted, when it is full.
+ */
+static __always_inline void *events__reserve(__u64 size, __u32 type)
+{
+	__u32 *e = bpf_ringbuf_reserve(&events, size, 0);
+
+	if (!e) {
+		counter__inc(LW_CTR_EVENTS_DROPPED);
+		return NULL;
+	}
+	*e = type;
+	return e;
+}
+
+/*
  * The sleep in an off-CPU period that ends at now, within the busy period:
  * up to its wakeup if that was seen, else up to now. Returns where the sleep
  * ended: from there to now the thread waited for a CPU.
@@ -388,12 +404,9 @@ __weak __noinline int block__close_live(struct lw_loop_live *live)
 		l->iter.blocks[n].ns = ns;
 		l->iter.nblocks = n + 1;
 	}
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		counter__inc(LW_CTR_EVENTS_DROPPED);
+	e = events__reserve(sizeof(*e), LW_EV_BLOCK);
+	if (!e)
 		return 0;
-	}
-	e->type = LW_EV_BLOCK;
 	e->pid = l->pid;
 	e->tid = l->tid;
 	e->nr = b->nr;

@@ -127,13 +127,10 @@ static __always_inline void iter__add_probe(struct lw_iter *it, __u32 id, __u64 
 static __always_inline void probe__emit(void *ctx, __u32 pid, __u32 tid, __u32 id, __u64 start,
 					__u64 ns)
 {
-	struct lw_probe_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	struct lw_probe_event *e = events__reserve(sizeof(*e), LW_EV_PROBE);
 
-	if (!e) {
-		counter__inc(LW_CTR_EVENTS_DROPPED);
+	if (!e)
 		return;
-	}
-	e->type = LW_EV_PROBE;
 	e->pid = pid;
 	e->tid = tid;
 	e->id = id;

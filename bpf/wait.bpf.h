@@ -45,13 +45,10 @@ extern const volatile bool nested_waits;
  */
 static __always_inline void loop__announce(__u32 pid, __u32 tid)
 {
-	struct lw_new_loop_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	struct lw_new_loop_event *e = events__reserve(sizeof(*e), LW_EV_NEW_LOOP);
 
-	if (!e) {
-		counter__inc(LW_CTR_EVENTS_DROPPED);
+	if (!e)
 		return;
-	}
-	e->type = LW_EV_NEW_LOOP;
 	e->pid = pid;
 	e->tid = tid;
 	e->pad = 0;
@@ -136,12 +133,9 @@ static __noinline void stall__emit(struct lw_loop *l, __u64 now, __u64 busy_ns)
 		l->stalls++;
 		l->stall_busy_ns += busy_ns;
 	}
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		counter__inc(LW_CTR_EVENTS_DROPPED);
+	e = events__reserve(sizeof(*e), LW_EV_STALL);
+	if (!e)
 		return;
-	}
-	e->type = LW_EV_STALL;
 	e->pid = l->pid;
 	e->tid = l->tid;
 	e->pad = 0;
