@@ -223,34 +223,41 @@ def test_debian_node_in_a_mount_namespace_names_routes_from_its_private_perf_map
             [(f["func"], f.get("line")) for f in b["stack"]]
 
 
-def test_debian_node_24_over_libnode_names_routes_that_block_in_cpp(ctx):
-    """forky's node 24 in a chroot: stalls whose CPU is spent in libnode's C++ (pbkdf2,
-    JSON.stringify) hold the JS route that called in. The walk starts from the isolate's
-    c_entry_fp: the isolate from libnode's general-dynamic TLS (the GOT's tls_index that
-    v8::Isolate::GetCurrent passes to __tls_get_addr, through glibc's dtv), c_entry_fp's
-    place from the CEntry builtins' code found by pattern (their symbols are stripped)."""
+def forky_node_stalls(ctx, warm, paths, rounds):
+    """forky's node 24 in a chroot serving NODE_APP, traced with a 15 ms threshold: warm
+    (the small variants, so the routes are compiled before they are measured), then each
+    of paths rounds times; (stalls, stderr), stderr checked to say the frames are walked."""
     root = distro_root("forky")
-    tags, ranges = node_tagged_lines(), function_ranges()
 
     def get(port, path):
         return urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=30).read()
 
     def drive(port):
-        get(port, "/pbkdf2?small=1")
-        get(port, "/json?small=1")
+        for path in warm:
+            get(port, path)
         time.sleep(1.0)
-        for _ in range(4):
-            get(port, "/pbkdf2")
-            time.sleep(0.2)
-            get(port, "/json")
-            time.sleep(0.2)
+        for _ in range(rounds):
+            for path in paths:
+                get(port, path)
+                time.sleep(0.2)
 
     with RootMounts(root):
         pid, _, lines, stderr = serve_traced(
             ctx, ["chroot", root, "node", "/lwapps/" + NODE_APP], drive, "--threshold", 15,
             seconds=5, with_stderr=True)
     assert re.search(r"JavaScript frames walked \(V8 13\.", stderr), stderr
-    stalls = of_type(lines, "stall", pid=pid)
+    return of_type(lines, "stall", pid=pid), stderr
+
+
+def test_debian_node_24_over_libnode_names_routes_that_block_in_cpp(ctx):
+    """forky's node 24 in a chroot: stalls whose CPU is spent in libnode's C++ (pbkdf2,
+    JSON.stringify) hold the JS route that called in. The walk starts from the isolate's
+    c_entry_fp: the isolate from libnode's general-dynamic TLS (the GOT's tls_index that
+    v8::Isolate::GetCurrent passes to __tls_get_addr, through glibc's dtv), c_entry_fp's
+    place from the CEntry builtins' code found by pattern (their symbols are stripped)."""
+    tags, ranges = node_tagged_lines(), function_ranges()
+    stalls, _ = forky_node_stalls(ctx, ["/pbkdf2?small=1", "/json?small=1"],
+                                  ["/pbkdf2", "/json"], 4)
     for fn in ("routePbkdf2", "routeJson"):
         named = [f for s in stalls for st in s["stacks"] for f in st["frames"]
                  if f["kind"] == "js" and f["func"] == fn]
@@ -267,26 +274,9 @@ def test_debian_node_24_over_libnode_names_the_route_function(ctx):
     its builtins from the globals the process keeps them in (their symbols are
     stripped). /spin's stalls hold JS frames walked in BPF and named from the heap:
     routeSpin (or the spinInner it calls) at a tagged line, in the app's file."""
-    root = distro_root("forky")
     tags, ranges = node_tagged_lines(), function_ranges()
-
-    def get(port, path):
-        return urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=30).read()
-
-    def drive(port):
-        get(port, "/spin?small=1")
-        time.sleep(1.0)
-        for _ in range(5):
-            get(port, "/spin")
-            time.sleep(0.2)
-
-    with RootMounts(root):
-        pid, _, lines, stderr = serve_traced(
-            ctx, ["chroot", root, "node", "/lwapps/" + NODE_APP], drive, "--threshold", 15,
-            seconds=5, with_stderr=True)
-    assert re.search(r"JavaScript frames walked \(V8 13\.", stderr), stderr
+    stalls, _ = forky_node_stalls(ctx, ["/spin?small=1"], ["/spin"], 5)
     fns = ("routeSpin", "spinInner")
-    stalls = of_type(lines, "stall", pid=pid)
     spins = [s for s in stalls if any(f["kind"] == "js" and f["func"] in fns
                                       for st in s["stacks"] for f in st["frames"])]
     assert len(spins) >= 4, [[(f["func"], f.get("line")) for f in st["frames"]][:12]
