@@ -246,12 +246,7 @@ def check_node(ctx, node):
     # (the others: setup lines of the function, or the line is inexact: bytecode gone
     # before naming, a running interpreted frame's last call)
     n = sum(lines_seen.values())
-    # node 26 (V8 14): Maglev frames of routeJson at its first statement and Sparkplug
-    # frames of handle a few lines off (docs/node.md, issue 22 open); their share of the
-    # tagged lines swung 49-75 % between runs. Every line there is still inside its own
-    # function (asserted above for each frame); the share is held for 18-24 only.
-    if major < 26:
-        assert lines_seen["tagged"] * 3 >= n * 2, "route frame lines: %s" % lines_seen
+    assert lines_seen["tagged"] * 3 >= n * 2, "route frame lines: %s" % lines_seen
     return ("%d stalls, tiers %s, route frames %d: at tagged lines %d, other exact lines %d, "
             "inexact %d; %d GCs in the storms, %d frames marked moved by GC" % (
                 len(stalls), sorted(t for t in tiers if t), n, lines_seen["tagged"],

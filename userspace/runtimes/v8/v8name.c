@@ -123,11 +123,13 @@ struct postab {
 /*
  * What a frame came out as, for (SFI, pc, bytecode offset, flags) and the
  * SFI's head words BPF saw: a later capture that saw the same words at the
- * same address saw the same function, whatever a GC did since.
+ * same address saw the same function, whatever a GC did since. The
+ * BytecodeArray's address too: one a GC freed before naming gave no line,
+ * and the frames captured after, with its new address, can have one.
  */
 #define NAMED_MAX 4
 struct named {
-	uint64_t sfi, pc, bco, name_word, script_word, ints;
+	uint64_t sfi, pc, bco, ba, name_word, script_word, ints;
 	uint32_t flags;
 	int k;
 	struct frame out[];	/* k of them: one, unless functions were inlined */
@@ -681,23 +683,6 @@ static int64_t postab__find(const struct postab *t, int64_t off)
 	return found;
 }
 
-
-static void dbg__table(const char *what, const struct postab *t)
-{
-	int64_t code = -1, pos = 0, dc, dp;
-	uint32_t i = 0;
-
-	if (!getenv("LW_V8DEBUG"))
-		return;
-	fprintf(stderr, "DBG %s table len %u:", what, t->len);
-	while (i < t->len && postab__entry(t, &i, &dc, &dp)) {
-		code += dc;
-		pos += dp;
-		fprintf(stderr, " %lld=%lld", (long long)code, (long long)pos);
-	}
-	fprintf(stderr, "\n");
-}
-
 /* SourcePosition: bit 0 external, bits 1-30 script offset + 1, bits 31-46 inlining id */
 static int sp__offset(int64_t raw)
 {
@@ -756,17 +741,9 @@ static int bytecode__pos(struct v8_namer *n, uint64_t ba, int64_t bc_off)
 	uint64_t tab;
 	int pos;
 
-	if (!rd_word(n, ba - 1 + n->m->bytecode_array_spt, &tab) || !postab__read(n, tab, &t)) {
-		if (getenv("LW_V8DEBUG"))
-			fprintf(stderr, "DBG bytecode__pos ba %llx off %lld: no table (tab %llx type %d)\n",
-				(unsigned long long)ba, (long long)bc_off, (unsigned long long)tab, obj__type(n, tab));
+	if (!rd_word(n, ba - 1 + n->m->bytecode_array_spt, &tab) || !postab__read(n, tab, &t))
 		return -1;
-	}
 	pos = sp__offset(postab__find(&t, bc_off));
-	if (getenv("LW_V8DEBUG"))
-		fprintf(stderr, "DBG bytecode__pos ba %llx off %lld -> raw %lld pos %d\n",
-			(unsigned long long)ba, (long long)bc_off, (long long)postab__find(&t, bc_off), pos);
-	dbg__table("bytecode", &t);
 	free(t.bytes);
 	return pos;
 }
@@ -946,10 +923,6 @@ static int optimized__frames(struct v8_namer *n, const struct lw_v8_frame *f,
 	/* a return address is after the call: look up the call itself */
 	pcoff = (int64_t)(f->pc - ci->start) - ((f->flags & LW_V8_F_TOP) ? 0 : 1);
 	raw = postab__find(&t, pcoff);
-	if (getenv("LW_V8DEBUG"))
-		fprintf(stderr, "DBG opt %s kind %d pcoff %lld raw %lld off %d inl %d\n", s->name, ci->kind,
-			(long long)pcoff, (long long)raw, sp__offset(raw), sp__inlining(raw));
-	dbg__table("code", &t);
 	free(t.bytes);
 	id = sp__inlining(raw);
 	if (id && (!m->code_deopt || !rd_word(n, ci->code - 1 + m->code_deopt, &dd) ||
@@ -1011,10 +984,6 @@ static int frame__lines(struct v8_namer *n, const struct lw_v8_frame *f, const s
 		out->tier = tier_names[TIER_BUILTIN];	/* Array.prototype.forEach... */
 		return 1;
 	}
-	if (getenv("LW_V8DEBUG"))
-		fprintf(stderr, "DBG frame %s flags %x pc %llx bco %llx (smi %lld) start %d end %d bt %d\n", s->name,
-			f->flags, (unsigned long long)f->pc, (unsigned long long)f->bytecode_offset,
-			(long long)smi(f->bytecode_offset), s->start, s->end, bt);
 	if ((f->flags & LW_V8_F_BC_SMI) && in_builtin) {
 		/*
 		 * Ignition: the pc is in a bytecode handler or the entry
@@ -1108,7 +1077,7 @@ int v8_namer__frame(struct v8_namer *n, const struct v8_target *t, const struct 
 		return frame__js_marker(out, f->pc, "[js: not a function]");
 	nm = cache__get(&n->named, key ?: 1);
 	if (nm && nm->sfi == f->sfi && nm->pc == f->pc && nm->bco == f->bytecode_offset &&
-	    nm->flags == f->flags && nm->name_word == f->sfi_name &&
+	    nm->ba == f->bytecode_array && nm->flags == f->flags && nm->name_word == f->sfi_name &&
 	    nm->script_word == f->sfi_script && !((nm->ints ^ f->sfi_ints) & SFI_INTS_MASK)) {
 		k = nm->k < max ? nm->k : max;
 		memcpy(out, nm->out, (size_t)k * sizeof(*out));
@@ -1126,6 +1095,7 @@ int v8_namer__frame(struct v8_namer *n, const struct v8_target *t, const struct 
 		nm->sfi = f->sfi;
 		nm->pc = f->pc;
 		nm->bco = f->bytecode_offset;
+		nm->ba = f->bytecode_array;
 		nm->flags = f->flags;
 		nm->name_word = f->sfi_name;
 		nm->script_word = f->sfi_script;
