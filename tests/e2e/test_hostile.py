@@ -570,7 +570,11 @@ def hostile_run(ctx, setup, seconds=8, interval=1.0, wrap=(), procs=1, flags=(),
         for i in range(procs if not argvs else 0)] + [Workload(a) for a in argvs]
     w = ws[0]
     port = free_port()
-    lw = Loopwatch(ctx, "-p", ",".join(str(w.pid) for w in ws), "-i", interval,
+    # loopwatch ends with the last of its -p processes: one that outlives the loops keeps
+    # it serving until it is stopped, so that no /healthz asked as the loops end finds it
+    # closing (a connection accepted, not answered: reset)
+    anchor = subprocess.Popen(["sleep", str(seconds + 300)])
+    lw = Loopwatch(ctx, "-p", ",".join(str(w.pid) for w in ws + [anchor]), "-i", interval,
                    "--listen", "127.0.0.1:%d" % port, *flags, wrap=lw_wrap)
     failures, done = [], threading.Event()
 
@@ -614,6 +618,8 @@ def hostile_run(ctx, setup, seconds=8, interval=1.0, wrap=(), procs=1, flags=(),
         for w in ws:
             w.kill()
         lw.kill()
+        anchor.kill()
+        anchor.wait()
         if os.path.exists(truth):
             os.unlink(truth)
 
