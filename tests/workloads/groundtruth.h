@@ -170,10 +170,11 @@ static inline void sched_truth__read(int fd, struct sched_truth *t)
 /*
  * Time a tracer may count as busy that the thread could not time itself: the
  * moments between a wait call's return and the thread's first clock read, or
- * its last clock read and the next wait call. Only a preemption makes them
- * more than a microsecond; when the thread was preempted across the wait
- * (before: read just before the wait call, after: just after its return),
- * they are at most the run-queue time of that window.
+ * its last clock read and the next wait call. On hardware only a preemption
+ * makes them more than a microsecond; when the thread was preempted across
+ * the wait (before: read just before the wait call, after: just after its
+ * return), they are at most the run-queue time of that window. (Time on CPU
+ * there is thread_cpu_ns's.)
  */
 static inline uint64_t sched_truth__edge_ns(const struct sched_truth *before,
 					    const struct sched_truth *after)
@@ -181,6 +182,23 @@ static inline uint64_t sched_truth__edge_ns(const struct sched_truth *before,
 	if (after->preempted == before->preempted)
 		return 0;
 	return after->runq_ns - before->runq_ns;
+}
+
+/*
+ * The calling thread's CPU clock. Read just before an iteration's last clock
+ * read and just after the next one's first, it bounds the rest of those
+ * moments: the thread ran there, in the wait call's entry and exit paths. A
+ * microsecond on hardware; under TCG, milliseconds: code the thread runs for
+ * the first time is translated first (a new process's libc and vDSO after
+ * its first wait, a tracer's programs), and a host that takes the vCPU away
+ * leaves the guest's clocks running, charged to the thread on it.
+ */
+static inline uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* Deterministic xorshift: the same seed gives the same stall pattern. */

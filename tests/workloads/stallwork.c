@@ -45,6 +45,7 @@ struct record {
 	uint64_t oncpu_ns;	/* of busy_ns, on a CPU */
 	uint64_t runq_ns;	/* of busy_ns, waiting for a CPU */
 	uint64_t edge_ns;	/* the wait before it: what a tracer may see beyond busy_ns */
+	uint64_t edge_cpu_ns;	/* of edge_ns, on a CPU (the rest: waiting for one) */
 	uint64_t sleeps;	/* times it went to sleep: none, and it was never blocked */
 	bool clean;		/* its kind's share of busy_ns was what the kind injects */
 };
@@ -303,11 +304,13 @@ static void truth__write(const char *path, uint64_t last_edge_ns)
 
 		fprintf(f, "%s{\"kind\":\"%s\",\"start_ns\":%llu,\"busy_ns\":%llu,\"call_ns\":%llu,"
 			"\"call_runq_ns\":%llu,\"oncpu_ns\":%llu,\"runq_ns\":%llu,\"edge_ns\":%llu,"
+			"\"edge_cpu_ns\":%llu,"
 			"\"sleeps\":%llu,\"clean\":%s}", i ? "," : "", r->kind,
 			(unsigned long long)r->start_ns, (unsigned long long)r->busy_ns,
 			(unsigned long long)r->call_ns, (unsigned long long)r->call_runq_ns,
 			(unsigned long long)r->oncpu_ns, (unsigned long long)r->runq_ns,
-			(unsigned long long)r->edge_ns, (unsigned long long)r->sleeps,
+			(unsigned long long)r->edge_ns, (unsigned long long)r->edge_cpu_ns,
+			(unsigned long long)r->sleeps,
 			r->clean ? "true" : "false");
 	}
 	fprintf(f, "],\"last_edge_ns\":%llu}\n", (unsigned long long)last_edge_ns);
@@ -322,7 +325,7 @@ int main(int argc, char **argv)
 	int nkinds = 0, repeat, ep, tfd;
 	pthread_t holder, competitor;
 	struct sched_truth before, after;
-	uint64_t expirations;
+	uint64_t expirations, cpu, cpu_end;
 
 	if (argc < 4) {
 		fprintf(stderr, "usage: stallwork OUT KINDS REPEAT [--go]\n");
@@ -361,6 +364,7 @@ int main(int argc, char **argv)
 	timerfd_settime(tfd, 0, &its, NULL);
 	sched_fd = sched_truth__open();
 	sched_truth__read(sched_fd, &before);
+	cpu_end = thread_cpu_ns();
 	for (int k = 0; k < nkinds; k++) {
 		void (*inject)(struct record *) = injector(kinds[k]);
 
@@ -375,14 +379,17 @@ int main(int argc, char **argv)
 
 			epoll_wait(ep, out, 4, -1);
 			t0 = now_ns();
+			cpu = thread_cpu_ns();
 			r->start_ns = t0;
 			sched_truth__read(sched_fd, &start);
-			r->edge_ns = sched_truth__edge_ns(&before, &start);
+			r->edge_cpu_ns = cpu - cpu_end;
+			r->edge_ns = sched_truth__edge_ns(&before, &start) + r->edge_cpu_ns;
 			if (read(tfd, &expirations, sizeof(expirations)) < 0)
 				return 1;
 			r->kind = kinds[k];
 			inject(r);
 			sched_truth__read(sched_fd, &before);
+			cpu_end = thread_cpu_ns();
 			r->busy_ns = now_ns() - t0;
 			r->oncpu_ns = before.oncpu_ns - start.oncpu_ns;
 			r->runq_ns = before.runq_ns - start.runq_ns;
@@ -391,9 +398,10 @@ int main(int argc, char **argv)
 		}
 	}
 	epoll_wait(ep, out, 4, 0);
+	cpu = thread_cpu_ns();
 	sched_truth__read(sched_fd, &after);
 	for (int i = 0; i < njournals; i++)
 		close(journal_fds[i]);
-	truth__write(argv[1], sched_truth__edge_ns(&before, &after));
+	truth__write(argv[1], sched_truth__edge_ns(&before, &after) + cpu - cpu_end);
 	return 0;
 }
