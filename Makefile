@@ -175,7 +175,7 @@ SAN_HOSTILE := test_hostile.test_a_ test_hostile.test_alert test_hostile.test_co
 SAN_E2E := unit.test_advice unit.test_arrival unit.test_attribution unit.test_cfi \
 	unit.test_demangle unit.test_elfsym unit.test_fleet unit.test_hist unit.test_minidebug \
 	unit.test_model unit.test_otlpenc unit.test_perfmap unit.test_procstat unit.test_python \
-	unit.test_symbolize unit.test_text \
+	unit.test_runtimes unit.test_symbolize unit.test_text \
 	$(SAN_HOSTILE) test_loop.test_percentiles test_loop.test_dropped \
 	test_stalls.test_no_stall test_python.test_asyncio test_probes.test_pyenv_311
 sanitize-build: $(OUT)/loopwatch $(UNIT_TESTS) $(WORKLOADS) $(FUZZERS)

@@ -13,6 +13,9 @@ static const struct runtime *const table[LW_RT_N] = {
 
 struct runtimes {
 	void *state[LW_RT_N];
+	/* a stack's runtime frames while they are spliced: made once, not per stack */
+	struct frame *scratch;
+	int nscratch;
 };
 
 const struct runtime *runtimes__get(enum lw_runtime id)
@@ -50,6 +53,13 @@ struct runtimes *runtimes__new(void)
 			runtimes__free(rs);
 			return NULL;
 		}
+		if (table[id]->max_frames > rs->nscratch)
+			rs->nscratch = table[id]->max_frames;
+	}
+	rs->scratch = calloc((size_t)rs->nscratch, sizeof(*rs->scratch));
+	if (!rs->scratch) {
+		runtimes__free(rs);
+		return NULL;
 	}
 	return rs;
 }
@@ -62,6 +72,7 @@ void runtimes__free(struct runtimes *rs)
 		if (rs->state[id])
 			table[id]->state_free(rs->state[id]);
 	}
+	free(rs->scratch);
 	free(rs);
 }
 
@@ -75,17 +86,17 @@ int runtimes__add_frames(struct runtimes *rs, enum lw_runtime id, struct proc *p
 			 const void *stack, struct frame **frames, int n)
 {
 	const struct runtime *rt = table[id];
-	struct frame *add = calloc((size_t)rt->max_frames, sizeof(*add)), *merged = NULL;
-	int nadd = add ? rt->symbolize(rs->state[id], p, stack, add, rt->max_frames) : 0;
+	struct frame *merged = NULL;
+	int nadd;
 
+	nadd = rt->symbolize(rs->state[id], p, stack, rs->scratch, rt->max_frames);
 	if (nadd > 0)
 		merged = calloc((size_t)(n + nadd), sizeof(*merged));
 	if (merged) {
-		n = rt->splice(*frames, n, add, nadd, merged, n + nadd);
+		n = rt->splice(*frames, n, rs->scratch, nadd, merged, n + nadd);
 		free(*frames);
 		*frames = merged;
 	}
-	free(add);
 	return n;
 }
 

@@ -25,6 +25,7 @@ enum runtime_found runtimes__detect(struct runtimes *rs, enum lw_runtime id, str
 /*
  * The frames of a stack the kernel walked for runtime id, spliced into
  * *frames (n of them, malloc'ed; replaced by a new array): returns the count.
+ * One caller at a time (the collector's main loop): rs's scratch holds them.
  */
 int runtimes__add_frames(struct runtimes *rs, enum lw_runtime id, struct proc *p,
 			 const void *stack, struct frame **frames, int n);
