@@ -200,23 +200,29 @@ static int centry__set(struct v8_meta *m, int64_t d, int64_t b)
 
 #define SCAN_CHUNK (1u << 20)
 #define SCAN_AHEAD 64		/* bytes a match may look past its start */
-#define SCAN_MAX (512u << 20)	/* executable bytes looked at, in all */
+#define SCAN_MAX (512u << 20)	/* code bytes looked at, in all */
+#define SCAN_PAIRS 32		/* distinct pairs kept: C++ outside V8 may hold look-alikes */
 
-typedef void (*scan_fn)(const uint8_t *buf, size_t n, size_t scan, void *arg);
+/* A matcher: matches starting in buf[0..scan), reading up to n (SCAN_AHEAD past scan). */
+struct scan {
+	void (*fn)(const uint8_t *buf, size_t n, size_t scan, void *arg);
+	void *arg;
+};
 
 /*
- * Every executable PT_LOAD in chunks: fn looks for matches starting in
- * buf[0..scan), and may read up to n (SCAN_AHEAD past scan).
+ * The code at [lo, lo + len), or every executable PT_LOAD when len is 0, in
+ * chunks, each chunk given to every matcher: one read of the code for all.
  */
-static int code__scan(const struct elf_handle *h, scan_fn fn, void *arg)
+static void code__scan(const struct elf_handle *h, uint64_t lo, uint64_t len,
+		       const struct scan *scans, size_t nscans)
 {
-	struct elf_segment *segs = NULL;
-	size_t nsegs = 0, total = 0;
+	struct elf_segment whole = { .vaddr = lo, .filesz = len, .flags = PF_X }, *segs = &whole;
+	size_t nsegs = 1, total = 0;
 	uint8_t *buf = malloc(SCAN_CHUNK + SCAN_AHEAD);
 
-	if (!buf || elf__loads(h, &segs, &nsegs)) {
+	if (!buf || (!len && elf__loads(h, &segs, &nsegs))) {
 		free(buf);
-		return -ENOMEM;
+		return;
 	}
 	for (size_t i = 0; i < nsegs; i++) {
 		if (!(segs[i].flags & PF_X))
@@ -229,13 +235,51 @@ static int code__scan(const struct elf_handle *h, scan_fn fn, void *arg)
 
 			if (elf__read(h, segs[i].vaddr + off, buf, n))
 				break;
-			fn(buf, n, n < SCAN_CHUNK ? n : SCAN_CHUNK, arg);
+			for (size_t k = 0; k < nscans; k++)
+				scans[k].fn(buf, n, n < SCAN_CHUNK ? n : SCAN_CHUNK, scans[k].arg);
 			total += SCAN_CHUNK;
 		}
 	}
-	free(segs);
+	if (segs != &whole)
+		free(segs);
 	free(buf);
-	return 0;
+}
+
+/* How often each (a, b) pair of operands was seen. */
+struct pairs {
+	struct { int32_t a, b; unsigned int n; } v[SCAN_PAIRS];
+	size_t n;
+};
+
+static void pairs__note(struct pairs *ps, int32_t a, int32_t b)
+{
+	size_t k;
+
+	for (k = 0; k < ps->n; k++)
+		if (ps->v[k].a == a && ps->v[k].b == b)
+			break;
+	if (k == ps->n) {
+		if (ps->n == SCAN_PAIRS)
+			return;
+		ps->v[k].a = a;
+		ps->v[k].b = b;
+		ps->n++;
+	}
+	ps->v[k].n++;
+}
+
+/* The most common pair (the first of equals) seen at least min times, or NULL. */
+static const struct pairs *pairs__best(const struct pairs *ps, unsigned int min,
+				       bool need_unique, size_t *best)
+{
+	*best = 0;
+	for (size_t k = 1; k < ps->n; k++)
+		if (ps->v[k].n > ps->v[*best].n)
+			*best = k;
+	for (size_t k = 0; need_unique && k < ps->n; k++)
+		if (k != *best && ps->v[k].n == ps->v[*best].n)
+			return NULL;
+	return ps->n && ps->v[*best].n >= min ? ps : NULL;
 }
 
 /*
@@ -269,27 +313,17 @@ static int code__parse_centry(struct load_ctx *c)
 
 /*
  * A stripped libnode.so has no Builtins_* symbols: the same two instructions
- * anywhere in its executable code, within a few bytes of each other. The
- * CEntry builtins all open their exit frame the same way (six of them in
- * node 22-26, the only such pair in the file): the pair at least three
- * places agree on, more than any other.
+ * anywhere in its builtins, within a few bytes of each other. The CEntry
+ * builtins all open their exit frame the same way (six of them in node
+ * 22-26, the only such pair in the file): the pair at least three places
+ * agree on, more than any other.
  */
-/* distinct pairs kept: C++ outside V8 may hold a few look-alikes, seen first */
-#define SCAN_PAIRS 32
-
-struct centry_seen {
-	struct { int32_t d; int8_t b; unsigned int n; } v[SCAN_PAIRS];
-	size_t n;
-};
-
 static void centry__match(const uint8_t *buf, size_t n, size_t scan, void *arg)
 {
-	struct centry_seen *seen = arg;
-
 	for (size_t i = 0; i < scan && i + 7 <= n; i++) {
 		const uint8_t *p = buf + i;
 		int32_t d;
-		size_t j, k;
+		size_t j;
 
 		if (p[0] != 0x49 || p[1] != 0x89 || p[2] != 0xad)
 			continue;
@@ -297,38 +331,9 @@ static void centry__match(const uint8_t *buf, size_t n, size_t scan, void *arg)
 		for (j = 7; j + 4 <= 48 && i + j + 4 <= n; j++)
 			if (p[j] == 0x49 && p[j + 1] == 0x8d && p[j + 2] == 0x55)
 				break;
-		if (j + 4 > 48 || i + j + 4 > n)
-			continue;
-		for (k = 0; k < seen->n; k++)
-			if (seen->v[k].d == d && seen->v[k].b == (int8_t)p[j + 3])
-				break;
-		if (k == seen->n) {
-			if (seen->n == SCAN_PAIRS)
-				continue;
-			seen->v[k].d = d;
-			seen->v[k].b = (int8_t)p[j + 3];
-			seen->n++;
-		}
-		seen->v[k].n++;
+		if (j + 4 <= 48 && i + j + 4 <= n)
+			pairs__note(arg, d, (int8_t)p[j + 3]);
 	}
-}
-
-static int code__scan_centry(struct load_ctx *c)
-{
-	struct centry_seen seen = { .n = 0 };
-	size_t best = 0;
-
-	if (code__scan(c->h, centry__match, &seen) || !seen.n)
-		return -ENOENT;
-	for (size_t k = 1; k < seen.n; k++)
-		if (seen.v[k].n > seen.v[best].n)
-			best = k;
-	for (size_t k = 0; k < seen.n; k++)
-		if (k != best && seen.v[k].n == seen.v[best].n)
-			return -ENOENT;
-	if (seen.v[best].n < 3)
-		return -ENOENT;
-	return centry__set(c->m, seen.v[best].d, seen.v[best].b);
 }
 
 /*
@@ -398,19 +403,11 @@ static int code__parse_jsentry(struct load_ctx *c)
  * executable code where the builtins have no symbols: the same pair, 1280
  * times in node 24's and Debian's libnode.so.137 alike).
  */
-struct fast_c_seen {
-	struct { int32_t pc, fp; unsigned int n; } v[SCAN_PAIRS];
-	size_t n;
-};
-
 static void fast_c__match(const uint8_t *buf, size_t n, size_t scan, void *arg)
 {
-	struct fast_c_seen *seen = arg;
-
 	for (size_t i = 0; i < scan && i + 24 < n; i++) {
 		const uint8_t *p = buf + i;
 		int32_t pc, fp;
-		size_t k;
 
 		if (p[0] != 0x4c || p[1] != 0x8d || p[2] != 0x15)
 			continue;
@@ -433,45 +430,35 @@ static void fast_c__match(const uint8_t *buf, size_t n, size_t scan, void *arg)
 		} else {
 			continue;
 		}
-		if (p[0] != 0xff || (p[1] & 0xf8) != 0xd0)	/* call *%reg */
-			continue;
-		for (k = 0; k < seen->n; k++)
-			if (seen->v[k].pc == pc && seen->v[k].fp == fp)
-				break;
-		if (k == seen->n) {
-			if (seen->n == SCAN_PAIRS)
-				continue;
-			seen->v[k].pc = pc;
-			seen->v[k].fp = fp;
-			seen->n++;
-		}
-		seen->v[k].n++;
+		if (p[0] == 0xff && (p[1] & 0xf8) == 0xd0)	/* call *%reg */
+			pairs__note(arg, pc, fp);
 	}
 }
 
-static void code__parse_fast_c(struct load_ctx *c)
+/*
+ * Where the isolate keeps c_entry_fp and the fast C call records, and the
+ * entry frame's layout: without them, C++ between JS frames cannot be
+ * crossed and its JS callers go unnamed. One read of the builtins' code
+ * (all the executable code where they have no symbols) serves both scans.
+ */
+static void code__parse_isolate(struct load_ctx *c)
 {
 	struct v8_meta *m = c->m;
-	struct fast_c_seen seen = { .n = 0 };
-	uint64_t len = m->blob_size;
-	size_t best = 0;
+	struct pairs fast_c = { .n = 0 }, centry = { .n = 0 };
+	const struct scan scans[] = { { fast_c__match, &fast_c }, { centry__match, &centry } };
+	bool by_symbol = !code__parse_centry(c), found = by_symbol;
+	size_t best;
 
-	if (len && len <= (256u << 20)) {
-		uint8_t *buf = malloc(len);
-
-		if (buf && !elf__read(c->h, m->blob_code, buf, len))
-			fast_c__match(buf, len, len, &seen);
-		free(buf);
-	} else if (!len) {
-		code__scan(c->h, fast_c__match, &seen);
-	}
-	for (size_t k = 1; k < seen.n; k++)
-		if (seen.v[k].n > seen.v[best].n)
-			best = k;
-	if (seen.n && seen.v[best].n >= 4 && seen.v[best].fp + m->root_bias > 0 &&
-	    seen.v[best].pc + m->root_bias > 0) {
-		m->iso_fast_c_fp = (uint32_t)(seen.v[best].fp + m->root_bias);
-		m->iso_fast_c_pc = (uint32_t)(seen.v[best].pc + m->root_bias);
+	if (m->blob_size <= (256u << 20))
+		code__scan(c->h, m->blob_code, m->blob_size, scans, by_symbol ? 1 : 2);
+	if (!by_symbol && pairs__best(&centry, 3, true, &best))
+		found = !centry__set(m, centry.v[best].a, centry.v[best].b);
+	if (found && code__parse_jsentry(c))
+		m->fp_entry_next = -64;
+	if (pairs__best(&fast_c, 4, false, &best) && fast_c.v[best].b + m->root_bias > 0 &&
+	    fast_c.v[best].a + m->root_bias > 0) {
+		m->iso_fast_c_fp = (uint32_t)(fast_c.v[best].b + m->root_bias);
+		m->iso_fast_c_pc = (uint32_t)(fast_c.v[best].a + m->root_bias);
 	}
 }
 
@@ -871,11 +858,8 @@ int v8meta__load(struct v8_meta *m, const struct elf_handle *h)
 	}
 	if (v8meta__frame(&c) || v8meta__types(&c) || v8meta__fields(&c) || v8meta__blob(&c))
 		goto out;
-	/* without these, C++ between JS frames cannot be crossed: its JS callers go unnamed */
-	if ((!code__parse_centry(&c) || !code__scan_centry(&c)) && code__parse_jsentry(&c))
-		m->fp_entry_next = -64;
+	code__parse_isolate(&c);
 	code__parse_tls_getter(&c);
-	code__parse_fast_c(&c);
 	if (c.bc_sizes && c.bc_sizes_len && c.bc_sizes_len % 3 == 0 && c.bc_sizes_len < 3 * 512) {
 		m->bytecode_sizes = malloc(c.bc_sizes_len);
 		if (m->bytecode_sizes &&
