@@ -1073,6 +1073,16 @@ static int64_t code__position(const struct py_layout *l, uint64_t addr, uint64_t
 #define PY_LONG_TAG	0x10	/* PyLongObject.long_value.lv_tag (3.12+) */
 #define PY_LONG_DIGITS	0x18	/* long_value.ob_digit: 30-bit digits */
 
+/* An object's type name: the first len bytes of its type's tp_name. */
+static bool py_object__type_name(struct proc *p, uint64_t obj, char *buf, size_t len)
+{
+	uint64_t type, tp_name;
+
+	return proc__read(p, obj + PY_OB_TYPE, &type, sizeof(type)) &&
+	       proc__read(p, type + PY_TP_NAME, &tp_name, sizeof(tp_name)) &&
+	       proc__read(p, tp_name, buf, len);
+}
+
 /*
  * A Task's name as asyncio shows it: its str, or "Task-N" for the number
  * an unnamed Task keeps until its name is asked for (3.14+).
@@ -1080,14 +1090,12 @@ static int64_t code__position(const struct py_layout *l, uint64_t addr, uint64_t
 static bool py_task__name(struct proc *p, const struct py_layout *l, uint64_t task, char *out,
 			  size_t len)
 {
-	uint64_t name, type, tp_name, tag;
+	uint64_t name, tag;
 	uint32_t digits[2] = { 0 };
 	char tbuf[8];
 
 	if (!proc__read(p, task + l->task_name, &name, sizeof(name)) ||
-	    !proc__read(p, name + PY_OB_TYPE, &type, sizeof(type)) ||
-	    !proc__read(p, type + PY_TP_NAME, &tp_name, sizeof(tp_name)) ||
-	    !proc__read(p, tp_name, tbuf, sizeof(tbuf)))
+	    !py_object__type_name(p, name, tbuf, sizeof(tbuf)))
 		return false;
 	if (!memcmp(tbuf, "str", 4))
 		return py_str__read(p, l, name, out, len, false);
@@ -1101,28 +1109,19 @@ static bool py_task__name(struct proc *p, const struct py_layout *l, uint64_t ta
 	return true;
 }
 
-/* An object's type name, as tp_name has it, within len bytes. */
-static bool py_object__type_is(struct proc *p, uint64_t obj, const char *want, size_t len)
-{
-	uint64_t type, tp_name;
-	char tbuf[16];
-
-	return len <= sizeof(tbuf) && proc__read(p, obj + PY_OB_TYPE, &type, sizeof(type)) &&
-	       proc__read(p, type + PY_TP_NAME, &tp_name, sizeof(tp_name)) &&
-	       proc__read(p, tp_name, tbuf, len) && !memcmp(tbuf, want, len);
-}
-
 /* The name of the coroutine a Task runs (its __name__), as `asyncio pstree` shows it. */
 static bool py_task__coro(struct proc *p, const struct py_layout *l, uint64_t task, char *out,
 			  size_t len)
 {
 	uint64_t coro, name;
+	char tbuf[sizeof("coroutine")];
 
 	return l->task_coro && l->gen_name &&
 	       proc__read(p, task + l->task_coro, &coro, sizeof(coro)) && coro &&
-	       py_object__type_is(p, coro, "coroutine", sizeof("coroutine")) &&
+	       py_object__type_name(p, coro, tbuf, sizeof(tbuf)) &&
+	       !memcmp(tbuf, "coroutine", sizeof(tbuf)) &&
 	       proc__read(p, coro + l->gen_name, &name, sizeof(name)) &&
-	       py_object__type_is(p, name, "str", sizeof("str")) &&
+	       py_object__type_name(p, name, tbuf, sizeof("str")) && !memcmp(tbuf, "str", 4) &&
 	       py_str__read(p, l, name, out, len, false);
 }
 
@@ -1227,14 +1226,13 @@ int python__symbolize(struct python_syms *ps, struct proc *p, const struct lw_py
 		char name[64], coro[64];
 
 		/* the outermost: the Task runs the whole stack above */
-		if (py_task__name(p, l, st->task, name, sizeof(name)) &&
-		    py_task__coro(p, l, st->task, coro, sizeof(coro)))
+		if (!py_task__name(p, l, st->task, name, sizeof(name)))
+			snprintf(buf, sizeof(buf), "[asyncio task: unreadable]");
+		else if (py_task__coro(p, l, st->task, coro, sizeof(coro)))
 			snprintf(buf, sizeof(buf), "[asyncio task: %.48s, coroutine %.48s]", name,
 				 coro);
-		else if (py_task__name(p, l, st->task, name, sizeof(name)))
-			snprintf(buf, sizeof(buf), "[asyncio task: %s]", name);
 		else
-			snprintf(buf, sizeof(buf), "[asyncio task: unreadable]");
+			snprintf(buf, sizeof(buf), "[asyncio task: %s]", name);
 		frame__marker(&out[n++], FRAME_PYTHON, buf);
 	}
 	if ((st->flags & LW_PY_STACK_TRUNCATED) && n < max)
