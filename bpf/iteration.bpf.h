@@ -165,9 +165,7 @@ static __noinline void cpu_wait__charge_now(struct lw_cpu_wait *w, struct task_s
 	w->top[n].tid = tid;
 	w->top[n].pid = prev->tgid;
 	w->top[n].ns = ns;
-	w->top[n].kstack = -1;
-	w->top[n].ustack = 0;
-	__builtin_memset(w->top[n].rtstack, 0, sizeof(w->top[n].rtstack));
+	w->top[n].stack = (struct lw_stack_ref){ .kernel = -1 };
 	bpf_probe_read_kernel(w->top[n].comm, sizeof(w->top[n].comm), prev->comm);
 }
 

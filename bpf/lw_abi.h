@@ -176,18 +176,13 @@ struct lw_neighbour {
 	__u64 ns;
 	char comm[LW_COMM_LEN];	/* its thread's name */
 	/*
-	 * A waker's kernel stack at the wake-up (its first), in "stacks";
-	 * negative: none. An interrupt (a timer, a device) runs on whatever
-	 * task it interrupted: its frames tell it apart.
+	 * A waker's stacks at the wake-up (its first): the kernel's always
+	 * (an interrupt, a timer or a device, runs on whatever task it
+	 * interrupted: its frames tell it apart); the user and runtime stacks
+	 * only for a sleep that brings its iteration's blocked time to half
+	 * the slow threshold (0: none).
 	 */
-	__s32 kstack;
-	/*
-	 * A waker's user and runtime stacks at the wake-up (ids as in
-	 * struct lw_stack_ref; 0: none), walked only for a sleep that brings
-	 * its iteration's blocked time to half the slow threshold.
-	 */
-	__u32 ustack;
-	__u32 rtstack[LW_RT_N];
+	struct lw_stack_ref stack;
 };
 
 /*

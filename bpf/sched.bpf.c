@@ -268,14 +268,9 @@ int BPF_PROG(loop_sched_wakeup, struct task_struct *p)
 	 * kernel stack says so. 2: this program and bpf_trace_run.
 	 */
 	if (l->iter.blocked_ns + w.ns >= slow_threshold_ns / 2) {
-		struct lw_stack_ref st;
-
-		stack__take(ctx, &st, 2);
-		w.kstack = st.kernel;
-		w.ustack = st.user;
-		__builtin_memcpy(w.rtstack, st.rt, sizeof(w.rtstack));
+		stack__take(ctx, &w.stack, 2);
 	} else {
-		w.kstack = bpf_get_stackid(ctx, &stacks, 2 | BPF_F_REUSE_STACKID);
+		w.stack.kernel = bpf_get_stackid(ctx, &stacks, 2 | BPF_F_REUSE_STACKID);
 		counter__inc(LW_CTR_STACK_WALKS);
 	}
 	party__add(l->iter.wakers, &l->iter.nwakers, LW_ITER_WAKERS, &w);

@@ -267,7 +267,7 @@ static int parties__copy(struct decoder *d, __u32 pid, const struct lw_neighbour
 	int count = 0;
 
 	for (__u32 i = 0; i < n && i < max; i++) {
-		const char *irq = waker__interrupt(d, pid, v[i].kstack);
+		const char *irq = waker__interrupt(d, pid, v[i].stack.kernel);
 		struct neighbour_report *p = &out[count];
 		int j;
 
@@ -279,11 +279,12 @@ static int parties__copy(struct decoder *d, __u32 pid, const struct lw_neighbour
 		}
 		count++;
 		p->top[0] = '\0';
-		if (!irq && (v[i].ustack || stack__has_runtime(v[i].rtstack))) {
-			struct lw_stack_ref ref = { .user = v[i].ustack, .kernel = -1 };
+		if (!irq && (v[i].stack.user || stack__has_runtime(v[i].stack.rt))) {
+			/* its kernel frames are the wake-up's own: the top is its code's */
+			struct lw_stack_ref ref = v[i].stack;
 			struct stack_report s = { 0 };
 
-			memcpy(ref.rt, v[i].rtstack, sizeof(ref.rt));
+			ref.kernel = -1;
 			stack__resolve(d, v[i].pid, ref, NULL, &s);
 			if (s.nframes)
 				stack_report__top(&s, p->top, sizeof(p->top));
