@@ -56,8 +56,6 @@ int main(void)
 			continue;
 		check__map(skel->obj, rt->name, rt->procs_map, rt->layout_size);
 		check__map(skel->obj, rt->name, rt->stacks_map, rt->stack_size);
-		CHECK(runtimes__max_layout() >= rt->layout_size, "%s: layout fits", rt->name);
-		CHECK(runtimes__max_stack() >= rt->stack_size, "%s: stack fits", rt->name);
 	}
 	expect_own(FRAME_PYTHON, "dumps", "/usr/lib/python3.11/json/__init__.py", true);
 	expect_own(FRAME_PYTHON, "get", "/usr/lib/python3/dist-packages/requests/api.py", false);

@@ -32,15 +32,6 @@ size_t runtimes__max_layout(void)
 	return max;
 }
 
-size_t runtimes__max_stack(void)
-{
-	size_t max = 0;
-
-	for (int id = 0; id < LW_RT_N; id++)
-		max = table[id]->stack_size > max ? table[id]->stack_size : max;
-	return max;
-}
-
 struct runtimes *runtimes__new(void)
 {
 	struct runtimes *rs = calloc(1, sizeof(*rs));

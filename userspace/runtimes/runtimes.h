@@ -12,9 +12,8 @@ struct runtimes;
 
 /* runtime id: a registered runtime, never NULL */
 const struct runtime *runtimes__get(enum lw_runtime id);
-/* the largest layout_size and stack_size of any runtime */
+/* the largest layout_size of any runtime */
 size_t runtimes__max_layout(void);
-size_t runtimes__max_stack(void);
 
 /* NULL when out of memory */
 struct runtimes *runtimes__new(void);
