@@ -176,8 +176,7 @@ static __noinline void cpu_wait__charge_now(struct lw_cpu_wait *w, struct task_s
  */
 static __always_inline __u64 cpu_wait__charge(struct task_struct *prev)
 {
-	__u32 zero = 0;
-	struct lw_cpu_wait *w = bpf_map_lookup_elem(&cpu_waits, &zero);
+	struct lw_cpu_wait *w = cpu_wait__here();
 	__u64 now;
 
 	if (!w || !w->tid)
@@ -191,10 +190,9 @@ static __always_inline __u64 cpu_wait__charge(struct task_struct *prev)
 static __always_inline void cpu_wait__begin(struct lw_loop *l, __u64 now)
 {
 	struct lw_cpu_wait *w;
-	__u32 zero = 0;
 
 	l->off_watching = 0;
-	w = bpf_map_lookup_elem(&cpu_waits, &zero);
+	w = cpu_wait__here();
 	/* another loop thread waits here already: the first keeps it */
 	if (!w || (w->tid && now - w->start_ns <= LW_CPU_WAIT_MAX_NS))
 		return;
@@ -246,12 +244,11 @@ __weak __noinline int cpu_wait__end_live(struct lw_loop_live *live, __u64 now)
 {
 	struct lw_loop *l = (struct lw_loop *)live;
 	struct lw_cpu_wait *w;
-	__u32 zero = 0;
 
 	if (!l || !l->off_watching)
 		return 0;
 	l->off_watching = 0;
-	w = bpf_map_lookup_percpu_elem(&cpu_waits, &zero, l->off_cpu);
+	w = cpu_wait__on(l->off_cpu);
 	if (!w || w->tid != l->tid)
 		return 0;
 	if (now - l->off_ns >= slow_threshold_ns / 8) {

@@ -8,6 +8,7 @@
 #define LOOPWATCH_MAPS_BPF_H
 
 #include "lw_abi.h"
+#include "features.bpf.h"
 
 /*
  * A struct lw_loop up to LW_LOOP_LIVE_SIZE, as the maps hold it: the
@@ -164,6 +165,39 @@ struct {
 	__type(key, __u32);
 	__type(value, struct lw_cpu_wait);
 } cpu_waits SEC(".maps") __weak;
+
+/*
+ * The same tables by CPU, on a kernel that cannot look up another CPU's
+ * slot of cpu_waits (before 5.19): sized to the possible CPUs by userspace
+ * then, to 1 otherwise.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lw_cpu_wait);
+} cpu_waits_shared SEC(".maps") __weak;
+
+/* This CPU's table. */
+static __always_inline struct lw_cpu_wait *cpu_wait__here(void)
+{
+	__u32 key = 0;
+
+	if (have_percpu_lookup)
+		return bpf_map_lookup_elem(&cpu_waits, &key);
+	key = bpf_get_smp_processor_id();
+	return bpf_map_lookup_elem(&cpu_waits_shared, &key);
+}
+
+/* CPU cpu's table. */
+static __always_inline struct lw_cpu_wait *cpu_wait__on(__u32 cpu)
+{
+	__u32 zero = 0;
+
+	if (have_percpu_lookup)
+		return bpf_map_lookup_percpu_elem(&cpu_waits, &zero, cpu);
+	return bpf_map_lookup_elem(&cpu_waits_shared, &cpu);
+}
 
 /* Options, set by userspace before load. */
 const volatile __u64 stall_threshold_ns __weak = 10000000;

@@ -21,6 +21,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include "lw_abi_unwind.h"
+#include "features.bpf.h"
 #include "stackstore.bpf.h"
 #include "unwind.bpf.h"
 
@@ -369,7 +370,7 @@ __noinline __u32 unwind__user_stack(void)
 	w.out = st;
 	t0 = bpf_ktime_get_ns();
 	scratch__retprobes(s, task);
-	bpf_loop(LW_UW_MAX_FRAMES + 1, walk__step, &w, 0);
+	lw_loop(LW_UW_MAX_FRAMES + 1, walk__step, &w);
 	st->nframes = w.n;
 	st->stop = w.stop;
 	st->fp_mask = w.fp_mask;

@@ -293,7 +293,7 @@ static __always_inline void select__fds(const __u64 *args, struct lw_wait_fds *w
 
 	if (scan.n > LW_SELECT_WORDS * 64)
 		scan.n = LW_SELECT_WORDS * 64;
-	bpf_loop(LW_SELECT_WORDS, select__word, &scan, 0);
+	lw_loop(LW_SELECT_WORDS, select__word, &scan);
 	w->nfds = scan.nfds;
 	bits = scan.first_bits;
 	for (int i = 0; i < LW_WAIT_FDS && bits; i++) {

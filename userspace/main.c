@@ -639,6 +639,7 @@ int main(int argc, char **argv)
 		signal(SIGTERM, signal__handle);
 		signal(SIGUSR1, signal__handle);
 		/* with the kernel's choice of hooks, never silent (docs/kernels.md) */
+		fprintf(stderr, "%s", collector__fallbacks(r.c));
 		if (!r.opts.quiet)
 			fprintf(stderr, "loopwatch: tracing event loops%s (hooks: %s); Ctrl-C to stop\n",
 				r.opts.npids ? " of the given pids" : "", collector__hooks(r.c));

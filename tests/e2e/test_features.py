@@ -7,13 +7,19 @@ fallback) the loop is still tracked, against the workload's own truth.
 LOOPWATCH_TEST_ABSENT=name,... is test-only: it makes loopwatch take features the
 running kernel has for absent, so that every fallback and refusal runs on any kernel
 (tests/kernels runs the same cases on kernels that do have fentry)."""
+import copy
 import os
+import re
 import subprocess
 
-from lwtest import bpfstats, load_truth, of_type, run_traced, tmpfile
+import test_loop
+import test_native
+import test_node
+import test_otherparty
+from lwtest import bpfstats, load_truth, of_type, run_traced, tmpfile, write_script
 from test_loop import assert_matches_truth
 
-MIN_KERNEL = "5.19"
+MIN_KERNEL = "5.15"
 # (LOOPWATCH_TEST_ABSENT name, what the line says, the kernel it came with)
 REQUIRED = (
     ("ringbuf", "the BPF ring buffer", "5.8"),
@@ -22,9 +28,16 @@ REQUIRED = (
     ("task_storage_get", "bpf_task_storage_get() in tracepoints", "5.11"),
     ("task_pt_regs", "bpf_task_pt_regs()", "5.15"),
     ("attach_cookie", "bpf_get_attach_cookie()", "5.15"),
-    ("bpf_loop", "bpf_loop()", "5.17"),
-    ("percpu_lookup", "bpf_map_lookup_percpu_elem()", "5.19"),
 )
+# (LOOPWATCH_TEST_ABSENT name, what the line says, the kernel it came with, what is done
+# without it): Linux 5.15 and 5.16 have neither, 5.17 and 5.18 the first
+FALLBACKS = (
+    ("bpf_loop", "bpf_loop()", "5.17",
+     "the stack walks and the select scan are bounded loops (a longer load)"),
+    ("percpu_lookup", "bpf_map_lookup_percpu_elem()", "5.19",
+     "the CPUs' run-queue watches are one array shared by every CPU"),
+)
+ABSENT_5_15 = ",".join(f[0] for f in FALLBACKS)
 # the programs each set of hooks is made of (bpf/loop.bpf.c, bpf/hooks_fentry.bpf.c)
 TRACEPOINT_PROGS = {"wait_enter", "wait_exit", "flush_enter", "flush_exit"}
 FENTRY_PROGS = {"fe_epoll_wait", "fx_epoll_wait", "fe_fsync", "fx_fsync",
@@ -105,3 +118,67 @@ def test_hooks_of_this_kernel(ctx):
         assert hooks[0].startswith("syscall tracepoints, "), hooks
         assert TRACEPOINT_PROGS <= progs and not progs & FENTRY_PROGS, sorted(progs)
     assert_tracked(truth, lines)
+
+
+def fallback_lines(absent):
+    """The lines loopwatch starts with when the features in absent are pretended absent."""
+    release = os.uname().release
+    return ["loopwatch: this kernel (%s) has no %s (Linux %s): %s" % (release, what, since, how)
+            for name, what, since, how in FALLBACKS if name in absent.split(",")]
+
+
+def program_facts(pid):
+    """(verified instructions of all programs process pid holds, the helpers they call)."""
+    ids = bpfstats.prog_ids(pid)
+    verified = sum(v[2] for v in bpfstats.snapshot(ids).values())
+    calls = set()
+    for i in ids:
+        out = subprocess.run(["bpftool", "prog", "dump", "xlated", "id", str(i)],
+                             capture_output=True, text=True, timeout=60).stdout
+        calls |= set(re.findall(r"call (\w+)#", out))
+    return verified, calls
+
+
+def test_older_kernels_features_done_without_in_one_line_each(ctx):
+    """bpf_loop() and bpf_map_lookup_percpu_elem() pretended absent, each and both: loopwatch
+    starts, says one line for each before its start line, and loads what it says: the
+    bounded loops are verified iteration by iteration (more instructions than the
+    bpf_loop bodies checked once), and no program looks up another CPU's slot."""
+    facts = {}
+    for absent in ("", "bpf_loop", "percpu_lookup", ABSENT_5_15):
+        p = subprocess.Popen([ctx.loopwatch, "-d", "30"], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True,
+                             env=dict(os.environ, LOOPWATCH_TEST_ABSENT=absent))
+        try:
+            got = []
+            while not got or not got[-1].startswith("loopwatch: tracing event loops"):
+                line = p.stderr.readline()
+                assert line, "exit %s after %r" % (p.wait(), got)
+                got.append(line.rstrip("\n"))
+            facts[absent] = program_facts(p.pid)
+        finally:
+            p.kill()
+            p.wait()
+        assert got[:-1] == fallback_lines(absent), "%r absent: %r" % (absent, got)
+    percpu = "percpu_array_map_lookup_percpu_elem"
+    assert percpu in facts[""][1] and percpu in facts["bpf_loop"][1], facts[""][1]
+    assert percpu not in facts["percpu_lookup"][1] | facts[ABSENT_5_15][1]
+    assert facts["bpf_loop"][0] > facts[""][0] and facts[ABSENT_5_15][0] > facts[""][0], \
+        {k: v[0] for k, v in facts.items()}
+
+
+def test_older_kernels_hold_the_same_truth(ctx):
+    """With both pretended absent (Linux 5.15's BPF), the cases each fallback serves hold
+    their own tests' bounds: a select loop told from a select client (the select scan),
+    a C chain without frame pointers (the CFI walker), node's routes named (the V8
+    walk), a neighbour named for the CPU it held (another CPU's run-queue watch)."""
+    fctx = copy.copy(ctx)
+    fctx.loopwatch = write_script(tmpfile(".sh"), "LOOPWATCH_TEST_ABSENT=%s exec %s \"$@\"\n" % (
+        ABSENT_5_15, ctx.loopwatch))
+    try:
+        test_loop.test_a_select_loop_and_a_select_client(fctx)
+        test_native.test_c_chain_without_frame_pointers(fctx)
+        test_node.test_debian_node_names_route_functions(fctx)
+        test_otherparty.test_neighbour_named_when_it_held_the_cpu(fctx)
+    finally:
+        os.unlink(fctx.loopwatch)

@@ -7,8 +7,8 @@ import subprocess
 import tempfile
 import time
 
-from lwtest import (Loopwatch, Workload, in_range, iteration_bounds, load_truth, nearest_rank,
-                    of_type, run_traced, tmpfile)
+from lwtest import (APPS_DIR, Loopwatch, Workload, in_range, iteration_bounds, load_truth,
+                    nearest_rank, of_type, run_traced, tmpfile)
 
 
 def run_loopwork(ctx, profiles, iterations, extra=()):
@@ -36,6 +36,26 @@ def assert_matches_truth(summary, thread):
         "max %.3f vs %.3f..%.3f" % (summary["lag_ms"]["max"], max(lo), max(hi))
     assert in_range(summary["busy_ms"], sum(lo), sum(hi), rel=0.03, abs_=1.0), \
         "busy %.1f vs %.1f..%.1f" % (summary["busy_ms"], sum(lo), sum(hi))
+
+
+def test_a_select_loop_and_a_select_client(ctx):
+    """A Python loop on select(2) over two fds is a loop thread: its lag matches its own
+    busy times and each of its 15 ms iterations is a stall. The thread beside it that
+    selects on its one connected socket for every request is a client, no loop. Both
+    are told apart by the select's sets, scanned in the kernel (bpf/wait.bpf.h)."""
+    out = tmpfile()
+    _, lines = run_traced(ctx, ["/usr/bin/python3", os.path.join(APPS_DIR, "py_select_loop.py"),
+                                out])
+    truth = load_truth(out)
+    by_tid = {s["tid"]: s for s in of_type(lines, "summary", pid=truth["pid"])}
+    assert set(by_tid) == {truth["tid"]}, "loop threads %s: the loop is %d, the client %d" % (
+        sorted(by_tid), truth["tid"], truth["client_tid"])
+    assert_matches_truth(by_tid[truth["tid"]], truth)
+    lo, hi = iteration_bounds(truth)
+    stalls = of_type(lines, "stall", tid=truth["tid"])
+    assert sum(x >= 10 for x in lo) <= len(stalls) <= sum(x >= 10 for x in hi), \
+        "%d stalls, the workload's own iterations of 10 ms or more: %d..%d" % (
+            len(stalls), sum(x >= 10 for x in lo), sum(x >= 10 for x in hi))
 
 
 def test_percentiles_match_workload_ground_truth(ctx):

@@ -337,6 +337,17 @@ struct collector *collector__open(const struct collector_opts *opts, char *err, 
 		goto fail;
 	}
 
+	/* what this kernel lacks is done another way (bpf/features.bpf.h) */
+	c->skel->rodata->have_bpf_loop = c->features.bpf_loop;
+	c->skel->rodata->have_percpu_lookup = c->features.percpu_lookup;
+	ret = c->features.percpu_lookup ? 1 : libbpf_num_possible_cpus();
+	if (ret > 0)
+		ret = bpf_map__set_max_entries(c->skel->maps.cpu_waits_shared, (__u32)ret);
+	if (ret) {
+		snprintf(err, errlen, "cannot size the CPUs' tables: %s", strerror(-ret));
+		goto fail;
+	}
+
 	/* Options reach BPF as read-only data, set before load */
 	c->skel->rodata->self_pid = (__u32)getpid();
 	if (!stat("/proc/self/ns/pid", &st) && st.st_ino != PIDNS_INIT_INO) {
@@ -519,6 +530,11 @@ void collector__destroy(struct collector *c)
 const char *collector__hooks(const struct collector *c)
 {
 	return c->features.hooks;
+}
+
+const char *collector__fallbacks(const struct collector *c)
+{
+	return c->features.fallbacks;
 }
 
 int collector__fd(const struct collector *c)

@@ -56,6 +56,8 @@ void collector__destroy(struct collector *c);
 void collector__hand_off(void);
 /* Which hooks the wait and flush calls are seen by, and why not fentry (no newline). */
 const char *collector__hooks(const struct collector *c);
+/* A line (newline-ended) for each feature this kernel lacks and how it is done without, or "". */
+const char *collector__fallbacks(const struct collector *c);
 /* A descriptor that polls readable when kernel events wait in the ring buffer. */
 int collector__fd(const struct collector *c);
 /* Hand every waiting event to on_event; 0 or -errno. */

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,11 +12,14 @@
 #include "kernel/features.h"
 
 /*
- * What bpf/ needs that not every kernel has, oldest first: the first one
- * missing is named with the kernel it came with. A fallback for any of these
- * would be a second copy of the programs (bpf_loop's callers are the stack
- * walkers: an unrolled walk is too large to verify), so there is none: a
- * clear error at start, never a tracer loaded blind.
+ * What bpf/ uses that not every kernel has, oldest first. Without one that
+ * has no fallback the first one missing is named with the kernel it came
+ * with: a clear error at start, never a tracer loaded blind. The two newest
+ * have one (Linux 5.15, Ubuntu 22.04's, lacks both), chosen in bpf/ by a
+ * read-only constant the verifier folds, and said in one line each: a
+ * fallback for the older ones would be a second copy of the programs (every
+ * loop record over a hash map by thread; a stack walker without the saved
+ * registers).
  */
 enum need_kind { NEED_MAP, NEED_HELPER };
 
@@ -25,19 +29,29 @@ static const struct need {
 	const char *since;
 	enum need_kind kind;
 	int id;			/* enum bpf_map_type or enum bpf_func_id */
+	const char *fallback;	/* what is done without it; NULL: refused */
+	size_t flag;		/* its flag in struct features, with a fallback */
 } needs[] = {
-	{ "ringbuf", "the BPF ring buffer", "5.8", NEED_MAP, BPF_MAP_TYPE_RINGBUF },
-	{ "task_storage", "BPF task storage", "5.11", NEED_MAP, BPF_MAP_TYPE_TASK_STORAGE },
-	{ "task_btf", "bpf_get_current_task_btf()", "5.11", NEED_HELPER,
-	  BPF_FUNC_get_current_task_btf },
-	{ "task_storage_get", "bpf_task_storage_get() in tracepoints", "5.11", NEED_HELPER,
-	  BPF_FUNC_task_storage_get },
-	{ "task_pt_regs", "bpf_task_pt_regs()", "5.15", NEED_HELPER, BPF_FUNC_task_pt_regs },
-	{ "attach_cookie", "bpf_get_attach_cookie()", "5.15", NEED_HELPER,
-	  BPF_FUNC_get_attach_cookie },
-	{ "bpf_loop", "bpf_loop()", "5.17", NEED_HELPER, BPF_FUNC_loop },
-	{ "percpu_lookup", "bpf_map_lookup_percpu_elem()", "5.19", NEED_HELPER,
-	  BPF_FUNC_map_lookup_percpu_elem },
+	{ .name = "ringbuf", .what = "the BPF ring buffer", .since = "5.8", .kind = NEED_MAP,
+	  .id = BPF_MAP_TYPE_RINGBUF },
+	{ .name = "task_storage", .what = "BPF task storage", .since = "5.11", .kind = NEED_MAP,
+	  .id = BPF_MAP_TYPE_TASK_STORAGE },
+	{ .name = "task_btf", .what = "bpf_get_current_task_btf()", .since = "5.11",
+	  .kind = NEED_HELPER, .id = BPF_FUNC_get_current_task_btf },
+	{ .name = "task_storage_get", .what = "bpf_task_storage_get() in tracepoints",
+	  .since = "5.11", .kind = NEED_HELPER, .id = BPF_FUNC_task_storage_get },
+	{ .name = "task_pt_regs", .what = "bpf_task_pt_regs()", .since = "5.15",
+	  .kind = NEED_HELPER, .id = BPF_FUNC_task_pt_regs },
+	{ .name = "attach_cookie", .what = "bpf_get_attach_cookie()", .since = "5.15",
+	  .kind = NEED_HELPER, .id = BPF_FUNC_get_attach_cookie },
+	{ .name = "bpf_loop", .what = "bpf_loop()", .since = "5.17", .kind = NEED_HELPER,
+	  .id = BPF_FUNC_loop,
+	  .fallback = "the stack walks and the select scan are bounded loops (a longer load)",
+	  .flag = offsetof(struct features, bpf_loop) },
+	{ .name = "percpu_lookup", .what = "bpf_map_lookup_percpu_elem()", .since = "5.19",
+	  .kind = NEED_HELPER, .id = BPF_FUNC_map_lookup_percpu_elem,
+	  .fallback = "the CPUs' run-queue watches are one array shared by every CPU",
+	  .flag = offsetof(struct features, percpu_lookup) },
 };
 #define NNEEDS (sizeof(needs) / sizeof(needs[0]))
 
@@ -159,18 +173,30 @@ static bool fentry__usable(char *why, size_t whylen)
 int features__probe(struct features *f, char *err, size_t errlen)
 {
 	struct utsname u;
+	size_t used = 0;
 	char why[112];
 
 	memset(f, 0, sizeof(*f));
+	if (uname(&u))
+		snprintf(u.release, sizeof(u.release), "?");
 	for (size_t i = 0; i < NNEEDS; i++) {
-		if (need__met(&needs[i]))
+		const struct need *n = &needs[i];
+		bool met = need__met(n);
+
+		if (n->fallback)
+			*(bool *)((char *)f + n->flag) = met;
+		if (met)
 			continue;
-		if (uname(&u))
-			snprintf(u.release, sizeof(u.release), "?");
-		snprintf(err, errlen, "this kernel (%s) has no %s (Linux %s): loopwatch needs "
-			 "Linux " FEATURES_MIN_KERNEL " or later", u.release, needs[i].what,
-			 needs[i].since);
-		return -1;
+		if (!n->fallback) {
+			snprintf(err, errlen, "this kernel (%s) has no %s (Linux %s): loopwatch "
+				 "needs Linux " FEATURES_MIN_KERNEL " or later", u.release, n->what,
+				 n->since);
+			return -1;
+		}
+		if (used < sizeof(f->fallbacks))
+			used += (size_t)snprintf(f->fallbacks + used, sizeof(f->fallbacks) - used,
+						 "loopwatch: this kernel (%s) has no %s (Linux %s): %s\n",
+						 u.release, n->what, n->since, n->fallback);
 	}
 	f->fentry = fentry__usable(why, sizeof(why));
 	if (f->fentry)

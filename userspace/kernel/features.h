@@ -2,8 +2,9 @@
 /*
  * What the running kernel's BPF offers, probed once at start: the features
  * loopwatch cannot run without (a clear error naming the first one missing and
- * the kernel it came with), and the hooks it can choose between (fentry/fexit
- * where the kernel allows it, else the syscall tracepoints, said in one line).
+ * the kernel it came with), those it does without on older kernels (a line
+ * each), and the hooks it can choose between (fentry/fexit where the kernel
+ * allows it, else the syscall tracepoints, said in one line).
  */
 #ifndef LOOPWATCH_KERNEL_FEATURES_H
 #define LOOPWATCH_KERNEL_FEATURES_H
@@ -12,11 +13,14 @@
 #include <stddef.h>
 
 /* the oldest kernel with every required feature (features.c's table) */
-#define FEATURES_MIN_KERNEL "5.19"
+#define FEATURES_MIN_KERNEL "5.15"
 
 struct features {
 	bool fentry;		/* the wait and flush hooks as fentry/fexit */
+	bool bpf_loop;		/* bpf_loop() (5.17); else bounded loops */
+	bool percpu_lookup;	/* bpf_map_lookup_percpu_elem() (5.19); else one shared array */
 	char hooks[160];	/* which hooks, and why not fentry: for the start line */
+	char fallbacks[384];	/* a line for each feature done without, or "" */
 };
 
 /*

@@ -24,6 +24,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include "runtimes/v8/lw_abi_v8.h"
+#include "features.bpf.h"
 #include "stackstore.bpf.h"
 
 /* fp may lie at most this far above sp: a frame chain that leaves the stack is junk */
@@ -243,7 +244,7 @@ static __always_inline void v8__walk(const struct lw_v8_proc *cfg, struct lw_v8_
 		.limit = sp + LW_V8_STACK_MAX, .top = top,
 	};
 
-	bpf_loop(LW_V8_MAX_DEPTH, v8__step, &w, 0);
+	lw_loop(LW_V8_MAX_DEPTH, v8__step, &w);
 	if (!w.stopped)
 		s->stack.flags |= LW_V8_S_TRUNCATED;
 	s->stack.nframes = w.n;
