@@ -15,18 +15,21 @@ const volatile bool have_bpf_loop __weak = true;	/* bpf_loop(), 5.17 */
 const volatile bool have_percpu_lookup __weak = true;	/* bpf_map_lookup_percpu_elem(), 5.19 */
 
 /*
- * cb(i, ctx) for i from 0 until it returns non-zero or n have run. With
- * bpf_loop() the verifier checks cb's body once; without it (5.15, 5.16)
- * the same body runs in a bounded loop that it checks iteration by
- * iteration: the same walk, a longer load.
+ * cb(i, ctx) for i from 0 until it returns non-zero or n have run: with
+ * bpf_loop() the verifier checks cb's body once. Without it (5.15, 5.16)
+ * alone(i, ctx) runs in a plain bounded loop: a global function with cb's
+ * body, checked once on its own, so that each iteration costs the verifier a
+ * call, not the body again (a 65-frame walk would multiply every caller's
+ * instructions). alone finds for itself what cb gets through ctx's pointers:
+ * a global function sees pointers in memory as numbers.
  */
-#define lw_loop(n, cb, ctx)						\
+#define lw_loop(n, cb, alone, ctx)					\
 	do {								\
 		if (have_bpf_loop) {					\
 			bpf_loop((n), (cb), (ctx), 0);			\
 		} else {						\
 			for (__u32 lw_i__ = 0; lw_i__ < (n); lw_i__++) { \
-				if ((cb)(lw_i__, (ctx)))		\
+				if ((alone)(lw_i__, (ctx)))		\
 					break;				\
 			}						\
 		}							\

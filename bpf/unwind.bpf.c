@@ -264,25 +264,25 @@ static __always_inline long walk__cfi(struct uw_walk *w, __u32 idx)
 	return 0;
 }
 
-static long walk__step(__u32 i, void *ctx)
+static __always_inline long walk__step_into(struct uw_walk *w, struct lw_user_stack *out)
 {
-	struct uw_walk *w = ctx;
 	struct lw_uw_proc *proc;
 	struct lw_uw_map *m;
 	__u64 lookup, range;
-	__u32 n = w->n, rel;
+	/* a copy: a global function's memory is no map key on older kernels (6.1) */
+	__u32 n = w->n, rel, slot = w->slot;
 	__s64 found = -1;
 	long ret = -1;
 	int mi;
 
 	if (n >= LW_UW_MAX_FRAMES)
 		return walk__stop(w, LW_UW_STOP_DEPTH);
-	w->out->pcs[n & (LW_UW_MAX_FRAMES - 1)] = w->pc;
+	out->pcs[n & (LW_UW_MAX_FRAMES - 1)] = w->pc;
 	w->n = n + 1;
 	/* a return address: the call is the instruction before it */
 	lookup = n ? w->pc - 1 : w->pc;
-	proc = bpf_map_lookup_elem(&uw_procs, &w->slot);
-	mi = proc ? unwind__find_map(w->slot, lookup) : -1;
+	proc = bpf_map_lookup_elem(&uw_procs, &slot);
+	mi = proc ? unwind__find_map(slot, lookup) : -1;
 	if (proc && mi >= 0) {
 		m = &proc->maps[mi & (LW_UW_MAX_MAPS - 1)];
 		rel = (__u32)(lookup - m->bias);
@@ -307,6 +307,25 @@ static long walk__step(__u32 i, void *ctx)
 	if (w->pc < UW_MIN_ADDR || w->pc >= UW_MAX_ADDR)
 		return walk__stop(w, LW_UW_STOP_BAD_FRAME);
 	return 0;
+}
+
+static long walk__step(__u32 i, void *ctx)
+{
+	struct uw_walk *w = ctx;
+
+	return walk__step_into(w, w->out);
+}
+
+/* walk__step without bpf_loop() (bpf/features.bpf.h): the stack it fills is this CPU's */
+__noinline int walk__step_alone(__u32 i, struct uw_walk *w)
+{
+	struct uw_scratch *s;
+	__u32 zero = 0;
+
+	s = bpf_map_lookup_elem(&uw_scratch, &zero);
+	if (!w || !s)
+		return 1;
+	return (int)walk__step_into(w, &s->stack);
 }
 
 /* The return addresses pending uretprobes replaced, for unwind__ret_fix. */
@@ -370,7 +389,7 @@ __noinline __u32 unwind__user_stack(void)
 	w.out = st;
 	t0 = bpf_ktime_get_ns();
 	scratch__retprobes(s, task);
-	lw_loop(LW_UW_MAX_FRAMES + 1, walk__step, &w);
+	lw_loop(LW_UW_MAX_FRAMES + 1, walk__step, walk__step_alone, &w);
 	st->nframes = w.n;
 	st->stop = w.stop;
 	st->fp_mask = w.fp_mask;

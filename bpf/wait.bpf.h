@@ -282,6 +282,12 @@ static long select__word(__u64 i, void *arg)
 	return 0;
 }
 
+/* select__word without bpf_loop() (bpf/features.bpf.h) */
+__weak __noinline int select__word_alone(__u32 i, struct select_scan *scan)
+{
+	return scan ? (int)select__word(i, scan) : 1;
+}
+
 /* How many fds the sets hold, and the lowest (those of the first 64 that has any). */
 static __always_inline void select__fds(const __u64 *args, struct lw_wait_fds *w)
 {
@@ -293,7 +299,7 @@ static __always_inline void select__fds(const __u64 *args, struct lw_wait_fds *w
 
 	if (scan.n > LW_SELECT_WORDS * 64)
 		scan.n = LW_SELECT_WORDS * 64;
-	lw_loop(LW_SELECT_WORDS, select__word, &scan);
+	lw_loop(LW_SELECT_WORDS, select__word, select__word_alone, &scan);
 	w->nfds = scan.nfds;
 	bits = scan.first_bits;
 	for (int i = 0; i < LW_WAIT_FDS && bits; i++) {

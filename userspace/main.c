@@ -638,11 +638,12 @@ int main(int argc, char **argv)
 		signal(SIGINT, signal__handle);
 		signal(SIGTERM, signal__handle);
 		signal(SIGUSR1, signal__handle);
-		/* with the kernel's choice of hooks, never silent (docs/kernels.md) */
-		fprintf(stderr, "%s", collector__fallbacks(r.c));
-		if (!r.opts.quiet)
+		/* what this kernel lacks, and its choice of hooks (docs/kernels.md) */
+		if (!r.opts.quiet) {
+			fprintf(stderr, "%s", collector__fallbacks(r.c));
 			fprintf(stderr, "loopwatch: tracing event loops%s (hooks: %s); Ctrl-C to stop\n",
 				r.opts.npids ? " of the given pids" : "", collector__hooks(r.c));
+		}
 		status = run__loop(&r);
 	}
 	run__close(&r);

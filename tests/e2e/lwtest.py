@@ -116,34 +116,37 @@ class Loopwatch:
         self.err = []
         self.readers = []
 
-    def _read(self, stream, lines):
+    def _read(self, stream, lines, seen=None):
         for line in stream:
             lines.append(line)
+            if seen and "tracing" in line:
+                seen.set()
+        if seen:
+            seen.set()
 
-    def _reader(self, stream, lines):
-        t = threading.Thread(target=self._read, args=(stream, lines), daemon=True)
+    def _reader(self, stream, lines, seen=None):
+        t = threading.Thread(target=self._read, args=(stream, lines, seen), daemon=True)
         t.start()
         self.readers.append(t)
 
     def start(self):
         self.proc = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True)
-        # read as it comes: a full pipe would stall loopwatch until the target is gone
+        # read as it comes: a full pipe would stall loopwatch until the target is gone.
+        # (A reader thread, not select() on the stream: lines that came in one read wait
+        # in the stream's buffer, where select() does not see them.)
         self._reader(self.proc.stdout, self.out)
-        deadline = time.time() + self.timeout
-        line = ""
-        while time.time() < deadline:
-            r, _, _ = select.select([self.proc.stderr], [], [], 0.2)
-            if r:
-                line = self.proc.stderr.readline()
-                self.stderr += line
-                if "tracing" in line:
-                    self._reader(self.proc.stderr, self.err)
-                    return self
-                if not line:
-                    break
+        attached = threading.Event()
+        self._reader(self.proc.stderr, self.err, attached)
+        attached.wait(self.timeout)
+        if any("tracing" in line for line in self.err):
+            return self
         self.proc.kill()
-        raise AssertionError("loopwatch did not attach: %r (cmd %s)" % (self.stderr, self.cmd))
+        self.proc.wait()
+        for t in self.readers:
+            t.join(5)
+        raise AssertionError("loopwatch did not attach: %r (cmd %s)" % (
+            "".join(self.err), self.cmd))
 
     def stop(self, sig=None, timeout=60):
         """Wait for exit (or send sig first); return the parsed JSON lines (text: the

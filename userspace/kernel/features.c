@@ -46,7 +46,7 @@ static const struct need {
 	  .kind = NEED_HELPER, .id = BPF_FUNC_get_attach_cookie },
 	{ .name = "bpf_loop", .what = "bpf_loop()", .since = "5.17", .kind = NEED_HELPER,
 	  .id = BPF_FUNC_loop,
-	  .fallback = "the stack walks and the select scan are bounded loops (a longer load)",
+	  .fallback = "the stack walks and the select scan are bounded loops",
 	  .flag = offsetof(struct features, bpf_loop) },
 	{ .name = "percpu_lookup", .what = "bpf_map_lookup_percpu_elem()", .since = "5.19",
 	  .kind = NEED_HELPER, .id = BPF_FUNC_map_lookup_percpu_elem,

@@ -178,11 +178,9 @@ struct v8_walk {
  * an exit frame or a fast C call record, where the walk starts. A bpf_loop
  * callback: the verifier checks the body once, not once per frame.
  */
-static long v8__step(__u64 i, void *ctx)
+static __always_inline long v8__step_into(__u64 i, struct v8_walk *w,
+					  const struct lw_v8_proc *cfg, struct lw_v8_scratch *s)
 {
-	struct v8_walk *w = ctx;
-	const struct lw_v8_proc *cfg = w->cfg;
-	struct lw_v8_scratch *s = w->s;
 	struct lw_v8_stack *st = &s->stack;
 	__u64 marker, next_fp, fp = w->fp, pc = w->pc;
 	struct lw_v8_frame *f;
@@ -236,6 +234,25 @@ static long v8__step(__u64 i, void *ctx)
 	return 0;
 }
 
+static long v8__step(__u64 i, void *ctx)
+{
+	struct v8_walk *w = ctx;
+
+	return v8__step_into(i, w, w->cfg, w->s);
+}
+
+/* v8__step without bpf_loop() (bpf/features.bpf.h): this process's layout, this CPU's scratch */
+__weak __noinline int v8__step_alone(__u32 i, struct v8_walk *w)
+{
+	__u32 pid = bpf_get_current_pid_tgid() >> 32, zero = 0;
+	struct lw_v8_scratch *s = bpf_map_lookup_elem(&v8_scratch, &zero);
+	struct lw_v8_proc *cfg = bpf_map_lookup_elem(&v8_procs, &pid);
+
+	if (!w || !s || !cfg)
+		return 1;
+	return (int)v8__step_into(i, w, cfg, s);
+}
+
 static __always_inline void v8__walk(const struct lw_v8_proc *cfg, struct lw_v8_scratch *s,
 				     __u64 pc, __u64 fp, __u64 sp, __u32 top)
 {
@@ -244,7 +261,7 @@ static __always_inline void v8__walk(const struct lw_v8_proc *cfg, struct lw_v8_
 		.limit = sp + LW_V8_STACK_MAX, .top = top,
 	};
 
-	lw_loop(LW_V8_MAX_DEPTH, v8__step, &w);
+	lw_loop(LW_V8_MAX_DEPTH, v8__step, v8__step_alone, &w);
 	if (!w.stopped)
 		s->stack.flags |= LW_V8_S_TRUNCATED;
 	s->stack.nframes = w.n;
