@@ -80,6 +80,53 @@ def test_forky_python_3_15_stalls_name_the_injecting_functions_and_task(ctx):
     check_in_root(ctx, "forky", "python3.15", tasks=True)
 
 
+def check_short_lived_tasks(ctx, python):
+    """py_asyncio_requests.py in forky's root: a Task per request ("request-N"), freed once
+    it is done and its memory reused by the next. Each stall's stacks in handle_busy
+    name the Task of the request whose burn the stall overlaps most, and its coroutine
+    handle: the name is copied when the stack is taken, not read from freed memory
+    later (which gave "[asyncio task: unreadable]" for aiohttp's per-request Tasks)."""
+    root = distro_root("forky")
+    truth = "/tmp/lw-requests-%d.txt" % os.getpid()
+    app = "py_asyncio_requests.py"
+    tags = tagged_lines(app)
+    try:
+        with RootMounts(root):
+            pid, _, lines = serve_traced(ctx, ["chroot", root, python, "/lwapps/" + app, truth],
+                                         None, "--threshold", 15, seconds=4)
+        with open(root + truth) as f:
+            reqs = [(int(n), float(a), float(b)) for n, a, b in (l.split() for l in f)]
+    finally:
+        if os.path.exists(root + truth):
+            os.unlink(root + truth)
+
+    def overlap(s, r):
+        return min(s["ts"] + s["duration_ms"] / 1e3, r[2]) - max(s["ts"], r[1])
+
+    stalls = of_type(lines, "stall", pid=pid)
+    assert len(stalls) >= 20 and len(reqs) >= 20, (len(stalls), len(reqs))
+    named = 0
+    # the first may come before the process was set up at the loop's first wait
+    for s in stalls[1:]:
+        req = max(reqs, key=lambda r: overlap(s, r))
+        for st in s["stacks"]:
+            if st["cause"] != "cpu" or not find_frame(st["frames"], "handle_busy"):
+                continue
+            assert_chain(st["frames"], app, tags, ["handle_busy", "handle"])
+            want = "[asyncio task: request-%d, coroutine handle]" % req[0]
+            assert task_of(st["frames"]) == want, (want, describe(st["frames"]))
+            named += 1
+    assert named >= 15, "%d stacks in handle_busy of %d stalls" % (named, len(stalls))
+
+
+def test_forky_python_3_14_short_lived_tasks_named_as_they_ran(ctx):
+    check_short_lived_tasks(ctx, "python3.14")
+
+
+def test_forky_python_3_15_short_lived_tasks_named_as_they_ran(ctx):
+    check_short_lived_tasks(ctx, "python3.15")
+
+
 def test_pyenv_python_3_13_stalls_name_the_injecting_functions(ctx):
     versions = sorted(v for v in os.listdir(PYENV) if v.startswith("3.13."))
     assert versions, "no pyenv 3.13.* in %s" % PYENV

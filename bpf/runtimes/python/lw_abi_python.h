@@ -19,6 +19,7 @@
 #define LW_PY_KEYS_INLINE 32
 #define LW_PY_MAX_KEY 1024	/* PTHREAD_KEYS_MAX */
 #define LW_PY_NO_SHIM 0x100	/* shim_owner of versions without shim frames: no byte matches */
+#define LW_PY_NAME_RAW 128	/* bytes of a Task's name object kept: a str of ~80 chars */
 
 /* struct lw_py_proc.flags */
 enum lw_py_proc_flags {
@@ -75,6 +76,11 @@ struct lw_py_proc {
 	__u32 gil_holder;	/* last_holder: the PyThreadState holding it, or that last did */
 	__u32 gil_locked;	/* locked: 1 while held */
 	__u32 pad_gil;
+	/* 3.14+: TaskObj.task_name, TaskObj.task_coro, PyGenObject.gi_name; 0: not known */
+	__u32 task_name;
+	__u32 task_coro;
+	__u32 gen_name;
+	__u32 pad_task;
 };
 
 /* One Python frame as BPF saw it; userspace reads the code object later. */
@@ -107,7 +113,17 @@ struct lw_py_stack {
 	/* bit i: frames[i] is a 3.12+ shim (FRAME_OWNED_BY_CSTACK), no code of its own */
 	__u64 shims;
 	__u64 task;		/* 3.14+: the thread's running asyncio Task object; 0: none */
+	/*
+	 * The Task's name object (a str, or the int of an unnamed "Task-N") as it
+	 * was, its address and first bytes: a Task made for one request is gone,
+	 * its memory reused, by the time userspace names the stack. Its
+	 * coroutine's type and __name__ are the address of objects that live on.
+	 */
+	__u64 task_name;
+	__u64 coro_type;
+	__u64 coro_name;
 	__u64 hash;		/* of all the above and the frames: the id is taken from it */
+	__u8 task_name_raw[LW_PY_NAME_RAW];
 	struct lw_py_frame frames[LW_PY_MAX_DEPTH];
 };
 

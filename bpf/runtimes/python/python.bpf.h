@@ -183,6 +183,23 @@ static __always_inline __u64 python__top_frame(const struct lw_py_proc *cfg,
 	return f;
 }
 
+/*
+ * The running Task's name as it is now (struct lw_py_stack says why), and
+ * its coroutine's type and name. A name that cannot be read whole is left
+ * for userspace to read, as a Task that lives on is.
+ */
+static __always_inline void python__task(const struct lw_py_proc *cfg, struct lw_py_stack *st)
+{
+	__u64 coro = py__read_ptr(cfg->task_coro ? st->task + cfg->task_coro : 0);
+
+	st->task_name = py__read_ptr(cfg->task_name ? st->task + cfg->task_name : 0);
+	if (st->task_name && bpf_probe_read_user(st->task_name_raw, sizeof(st->task_name_raw),
+						 (const void *)st->task_name))
+		st->task_name = 0;
+	st->coro_type = py__read_ptr(coro ? coro + 8 : 0);	/* PyObject.ob_type */
+	st->coro_name = py__read_ptr(coro && cfg->gen_name ? coro + cfg->gen_name : 0);
+}
+
 static __always_inline void python__walk(const struct lw_py_proc *cfg, struct lw_py_scratch *s,
 					 __u32 tid)
 {
@@ -207,6 +224,8 @@ static __always_inline void python__walk(const struct lw_py_proc *cfg, struct lw
 	/* which asyncio Task runs now changes with every step: read it with the frames */
 	if (cfg->tstate_task)
 		st->task = py__read_ptr(tstate + cfg->tstate_task);
+	if (st->task)
+		python__task(cfg, st);
 	/*
 	 * Straight-line per frame: every version difference is arithmetic on
 	 * config numbers, and shims are kept (marked) rather than skipped, so
@@ -238,13 +257,30 @@ static __always_inline void python__walk(const struct lw_py_proc *cfg, struct lw
 
 static __always_inline __u64 python__hash(const struct lw_py_stack *st)
 {
-	__u64 h = 0xcbf29ce484222325ULL;
+	__u64 h = 0xcbf29ce484222325ULL, len;
+	__u32 words;
 
 	h = stack__mix(h, (__u64)st->nframes << 32 | st->flags);
 	h = stack__mix(h, st->version);
 	h = stack__mix(h, st->entries);
 	h = stack__mix(h, st->shims);
 	h = stack__mix(h, st->task);
+	h = stack__mix(h, st->task_name);
+	h = stack__mix(h, st->coro_type);
+	h = stack__mix(h, st->coro_name);
+	/*
+	 * Of the name, from its type on: an ASCII str's header and characters
+	 * (its length at 16, its text at 40), an int's digits. Not the refcount,
+	 * nor what lies past the object: both change at will, and a stack that
+	 * hashes anew each time is named anew each time.
+	 */
+	len = *(const __u64 *)&st->task_name_raw[16];
+	words = 5 + (len < LW_PY_NAME_RAW - 40 ? (__u32)len + 7 : LW_PY_NAME_RAW - 40) / 8;
+	for (int i = 1; i < LW_PY_NAME_RAW / 8; i++) {
+		if (i >= words)
+			break;
+		h = stack__mix(h, *(const __u64 *)&st->task_name_raw[8 * i]);
+	}
 	for (int i = 0; i < LW_PY_MAX_DEPTH; i++) {
 		if (i >= st->nframes)
 			break;
@@ -285,6 +321,10 @@ __weak __noinline __u32 python__capture(void)
 	s->stack.entries = 0;
 	s->stack.shims = 0;
 	s->stack.task = 0;
+	s->stack.task_name = 0;
+	s->stack.coro_type = 0;
+	s->stack.coro_name = 0;
+	__builtin_memset(s->stack.task_name_raw, 0, sizeof(s->stack.task_name_raw));
 	if (cfg->flags & LW_PY_F_UNSUPPORTED)
 		s->stack.flags = LW_PY_STACK_UNSUPPORTED;
 	else

@@ -203,6 +203,9 @@ static void layout__fill(const struct py_layout *l, struct lw_py_proc *p)
 	p->is_entry_mask = l->frame_is_entry ? 1 : 0;
 	p->every_entry = l->every_entry;
 	p->tstate_task = l->tstate_task;
+	p->task_name = l->task_name;
+	p->task_coro = l->gen_name ? l->task_coro : 0;
+	p->gen_name = l->task_coro ? l->gen_name : 0;
 	/* read only as far as the last field used: a frame may end its mapping */
 	ts = end__max(ts, l->tstate_next, 8);
 	ts = end__max(ts, l->tstate_thread_id, 8);
@@ -949,8 +952,30 @@ static void utf8__fit(const char *text, size_t n, char *out, size_t len, bool ta
  * (every identifier and code object file name is one) are read; the
  * "kind" says 1, 2 or 4 bytes per character (latin-1, UCS-2, UCS-4).
  */
-static bool py_str__read(struct proc *p, const struct py_layout *l, uint64_t obj, char *out,
-			 size_t len, bool tail)
+/*
+ * The traced process's memory, one object of it as BPF copied it at capture
+ * served first: the object may be gone by now (a Task's name).
+ */
+struct py_snap {
+	uint64_t addr;		/* 0: none */
+	const uint8_t *bytes;
+	size_t len;
+};
+
+static bool py_snap__read(struct proc *p, const struct py_snap *s, uint64_t addr, void *buf,
+			  size_t n)
+{
+	if (s && s->addr && addr >= s->addr && addr - s->addr <= s->len &&
+	    n <= s->len - (addr - s->addr)) {
+		memcpy(buf, s->bytes + (addr - s->addr), n);
+		return true;
+	}
+	return proc__read(p, addr, buf, n);
+}
+
+/* A str object's text, read through s (NULL: from the process alone). */
+static bool py_str__read_snap(struct proc *p, const struct py_layout *l, const struct py_snap *s,
+			      uint64_t obj, char *out, size_t len, bool tail)
 {
 	uint8_t hdr[PY_STR_HDR_MAX], *raw;
 	char *text;
@@ -960,7 +985,7 @@ static bool py_str__read(struct proc *p, const struct py_layout *l, uint64_t obj
 	uint64_t data;
 	bool ok;
 
-	if (!proc__read(p, obj, hdr, hdr_len))
+	if (!py_snap__read(p, s, obj, hdr, hdr_len))
 		return false;
 	length = word__at(hdr, PY_STR_LENGTH);
 	state = u32__at(hdr, PY_STR_STATE);
@@ -976,7 +1001,8 @@ static bool py_str__read(struct proc *p, const struct py_layout *l, uint64_t obj
 	}
 	raw = malloc(length * kind + 1);
 	text = malloc(length * 4 + 1);
-	ok = raw && text && (length == 0 || proc__read(p, data + skip * kind, raw, length * kind));
+	ok = raw && text &&
+	     (length == 0 || py_snap__read(p, s, data + skip * kind, raw, length * kind));
 	for (uint64_t i = 0; ok && i < length; i++) {
 		uint32_t cp = kind == 1 ? raw[i] : kind == 2 ? (uint32_t)raw[2 * i] |
 			      (uint32_t)raw[2 * i + 1] << 8 : u32__at(raw, 4 * i);
@@ -988,6 +1014,12 @@ static bool py_str__read(struct proc *p, const struct py_layout *l, uint64_t obj
 	free(raw);
 	free(text);
 	return ok;
+}
+
+static bool py_str__read(struct proc *p, const struct py_layout *l, uint64_t obj, char *out,
+			 size_t len, bool tail)
+{
+	return py_str__read_snap(p, l, NULL, obj, out, len, tail);
 }
 
 /* A bytes object's contents, at most max bytes; *n gets how many were read. */
@@ -1073,56 +1105,65 @@ static int64_t code__position(const struct py_layout *l, uint64_t addr, uint64_t
 #define PY_LONG_TAG	0x10	/* PyLongObject.long_value.lv_tag (3.12+) */
 #define PY_LONG_DIGITS	0x18	/* long_value.ob_digit: 30-bit digits */
 
-/* An object's type name: the first len bytes of its type's tp_name. */
-static bool py_object__type_name(struct proc *p, uint64_t obj, char *buf, size_t len)
+/* A type's name: the first len bytes of its tp_name (str, int, coroutine: static types). */
+static bool py_type__name(struct proc *p, uint64_t type, char *buf, size_t len)
 {
-	uint64_t type, tp_name;
+	uint64_t tp_name;
 
-	return proc__read(p, obj + PY_OB_TYPE, &type, sizeof(type)) &&
-	       proc__read(p, type + PY_TP_NAME, &tp_name, sizeof(tp_name)) &&
+	return proc__read(p, type + PY_TP_NAME, &tp_name, sizeof(tp_name)) &&
 	       proc__read(p, tp_name, buf, len);
+}
+
+/* An object's type name, the object read through s (NULL: from the process alone). */
+static bool py_object__type_name(struct proc *p, const struct py_snap *s, uint64_t obj,
+				 char *buf, size_t len)
+{
+	uint64_t type;
+
+	return py_snap__read(p, s, obj + PY_OB_TYPE, &type, sizeof(type)) &&
+	       py_type__name(p, type, buf, len);
 }
 
 /*
  * A Task's name as asyncio shows it: its str, or "Task-N" for the number
- * an unnamed Task keeps until its name is asked for (3.14+).
+ * an unnamed Task keeps until its name is asked for (3.14+). name: the
+ * object's address; s: the object as BPF copied it, when it could.
  */
-static bool py_task__name(struct proc *p, const struct py_layout *l, uint64_t task, char *out,
-			  size_t len)
+static bool py_task__name(struct proc *p, const struct py_layout *l, const struct py_snap *s,
+			  uint64_t name, char *out, size_t len)
 {
-	uint64_t name, tag;
 	uint32_t digits[2] = { 0 };
+	uint64_t tag;
 	char tbuf[8];
 
-	if (!proc__read(p, task + l->task_name, &name, sizeof(name)) ||
-	    !py_object__type_name(p, name, tbuf, sizeof(tbuf)))
+	if (!name || !py_object__type_name(p, s, name, tbuf, sizeof(tbuf)))
 		return false;
 	if (!memcmp(tbuf, "str", 4))
-		return py_str__read(p, l, name, out, len, false);
+		return py_str__read_snap(p, l, s, name, out, len, false);
 	/* a compact int of at most two digits, positive: lv_tag = ndigits << 3 | sign */
-	if (memcmp(tbuf, "int", 4) || !proc__read(p, name + PY_LONG_TAG, &tag, sizeof(tag)) ||
+	if (memcmp(tbuf, "int", 4) || !py_snap__read(p, s, name + PY_LONG_TAG, &tag, sizeof(tag)) ||
 	    (tag & 3) != 0 || (tag >> 3) == 0 || (tag >> 3) > 2 ||
-	    !proc__read(p, name + PY_LONG_DIGITS, digits, 4 * (tag >> 3)))
+	    !py_snap__read(p, s, name + PY_LONG_DIGITS, digits, 4 * (tag >> 3)))
 		return false;
 	snprintf(out, len, "Task-%llu",
 		 (unsigned long long)digits[0] | (unsigned long long)digits[1] << 30);
 	return true;
 }
 
-/* The name of the coroutine a Task runs (its __name__), as `asyncio pstree` shows it. */
-static bool py_task__coro(struct proc *p, const struct py_layout *l, uint64_t task, char *out,
-			  size_t len)
+/*
+ * The name of the coroutine a Task runs (its __name__), as `asyncio pstree`
+ * shows it, from the coroutine's type and name object as BPF read them: the
+ * coroutine may be gone, its type and its function's name are not.
+ */
+static bool py_task__coro(struct proc *p, const struct py_layout *l, uint64_t type,
+			  uint64_t name, char *out, size_t len)
 {
-	uint64_t coro, name;
 	char tbuf[sizeof("coroutine")];
 
-	return l->task_coro && l->gen_name &&
-	       proc__read(p, task + l->task_coro, &coro, sizeof(coro)) && coro &&
-	       py_object__type_name(p, coro, tbuf, sizeof(tbuf)) &&
+	return type && name && py_type__name(p, type, tbuf, sizeof(tbuf)) &&
 	       !memcmp(tbuf, "coroutine", sizeof(tbuf)) &&
-	       proc__read(p, coro + l->gen_name, &name, sizeof(name)) &&
-	       py_object__type_name(p, name, tbuf, sizeof("str")) && !memcmp(tbuf, "str", 4) &&
-	       py_str__read(p, l, name, out, len, false);
+	       py_object__type_name(p, NULL, name, tbuf, sizeof("str")) &&
+	       !memcmp(tbuf, "str", 4) && py_str__read(p, l, name, out, len, false);
 }
 
 /*
@@ -1223,12 +1264,17 @@ int python__symbolize(struct python_syms *ps, struct proc *p, const struct lw_py
 		}
 	}
 	if (st->task && l->task_name && n < max) {
+		struct py_snap snap = { st->task_name, st->task_name_raw, sizeof(st->task_name_raw) };
+		uint64_t name_obj = st->task_name;
 		char name[64], coro[64];
 
+		/* not copied at capture: read now, as it is (a Task that lives on) */
+		if (!name_obj && !proc__read(p, st->task + l->task_name, &name_obj, sizeof(name_obj)))
+			name_obj = 0;
 		/* the outermost: the Task runs the whole stack above */
-		if (!py_task__name(p, l, st->task, name, sizeof(name)))
+		if (!py_task__name(p, l, &snap, name_obj, name, sizeof(name)))
 			snprintf(buf, sizeof(buf), "[asyncio task: unreadable]");
-		else if (py_task__coro(p, l, st->task, coro, sizeof(coro)))
+		else if (py_task__coro(p, l, st->coro_type, st->coro_name, coro, sizeof(coro)))
 			snprintf(buf, sizeof(buf), "[asyncio task: %.48s, coroutine %.48s]", name,
 				 coro);
 		else
