@@ -4,7 +4,6 @@ import json
 import math
 import os
 import re
-import select
 import signal
 import shutil
 import socket

@@ -16,7 +16,8 @@ import test_loop
 import test_native
 import test_node
 import test_otherparty
-from lwtest import bpfstats, load_truth, of_type, run_traced, tmpfile, write_script
+from lwtest import (Loopwatch, bpfstats, load_truth, of_type, run_traced, tmpfile,
+                    write_script)
 from test_loop import assert_matches_truth
 
 MIN_KERNEL = "5.15"
@@ -152,19 +153,13 @@ def test_older_kernels_features_done_without_in_one_line_each(ctx):
     program looks up another CPU's slot."""
     calls = {}
     for absent in ("", "bpf_loop", "percpu_lookup", ABSENT_5_15):
-        p = subprocess.Popen([ctx.loopwatch, "-d", "30"], stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE, text=True,
-                             env=dict(os.environ, LOOPWATCH_TEST_ABSENT=absent))
+        lw = Loopwatch(ctx, "-d", 30, wrap=("env", "LOOPWATCH_TEST_ABSENT=" + absent))
         try:
-            got = []
-            while not got or not got[-1].startswith("loopwatch: tracing event loops"):
-                line = p.stderr.readline()
-                assert line, "exit %s after %r" % (p.wait(), got)
-                got.append(line.rstrip("\n"))
-            calls[absent] = calls_made(p.pid)
+            lw.start()
+            got = [line.rstrip("\n") for line in lw.err]
+            calls[absent] = calls_made(lw.proc.pid)
         finally:
-            p.kill()
-            p.wait()
+            lw.kill()
         # system-wide: other processes' set-up lines may come in between
         said = [line for line in got if line.startswith("loopwatch: this kernel")]
         assert said == fallback_lines(absent), "%r absent: %r" % (absent, got)

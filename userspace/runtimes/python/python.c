@@ -948,11 +948,6 @@ static void utf8__fit(const char *text, size_t n, char *out, size_t len, bool ta
 }
 
 /*
- * A str object of the target as printable UTF-8. Only compact strings
- * (every identifier and code object file name is one) are read; the
- * "kind" says 1, 2 or 4 bytes per character (latin-1, UCS-2, UCS-4).
- */
-/*
  * The traced process's memory, one object of it as BPF copied it at capture
  * served first: the object may be gone by now (a Task's name).
  */
@@ -973,9 +968,14 @@ static bool py_snap__read(struct proc *p, const struct py_snap *s, uint64_t addr
 	return proc__read(p, addr, buf, n);
 }
 
-/* A str object's text, read through s (NULL: from the process alone). */
-static bool py_str__read_snap(struct proc *p, const struct py_layout *l, const struct py_snap *s,
-			      uint64_t obj, char *out, size_t len, bool tail)
+/*
+ * A str object of the target as printable UTF-8, read through s (NULL: from
+ * the process alone). Only compact strings (every identifier and code object
+ * file name is one) are read; the "kind" says 1, 2 or 4 bytes per character
+ * (latin-1, UCS-2, UCS-4).
+ */
+static bool py_str__read(struct proc *p, const struct py_layout *l, const struct py_snap *s,
+			 uint64_t obj, char *out, size_t len, bool tail)
 {
 	uint8_t hdr[PY_STR_HDR_MAX], *raw;
 	char *text;
@@ -1014,12 +1014,6 @@ static bool py_str__read_snap(struct proc *p, const struct py_layout *l, const s
 	free(raw);
 	free(text);
 	return ok;
-}
-
-static bool py_str__read(struct proc *p, const struct py_layout *l, uint64_t obj, char *out,
-			 size_t len, bool tail)
-{
-	return py_str__read_snap(p, l, NULL, obj, out, len, tail);
 }
 
 /* A bytes object's contents, at most max bytes; *n gets how many were read. */
@@ -1070,8 +1064,9 @@ static struct code_info *code__load(struct proc *p, const struct py_layout *l, u
 	c->addr = addr;
 	c->first = (int)u32__at(code, l->co_firstlineno);
 	name = word__at(code, l->co_qualname ? l->co_qualname : l->co_name);
-	if (!py_str__read(p, l, name, c->name, sizeof(c->name), false) ||
-	    !py_str__read(p, l, word__at(code, l->co_filename), c->file, sizeof(c->file), true)) {
+	if (!py_str__read(p, l, NULL, name, c->name, sizeof(c->name), false) ||
+	    !py_str__read(p, l, NULL, word__at(code, l->co_filename), c->file, sizeof(c->file),
+			  true)) {
 		free(c);
 		return NULL;
 	}
@@ -1139,7 +1134,7 @@ static bool py_task__name(struct proc *p, const struct py_layout *l, const struc
 	if (!name || !py_object__type_name(p, s, name, tbuf, sizeof(tbuf)))
 		return false;
 	if (!memcmp(tbuf, "str", 4))
-		return py_str__read_snap(p, l, s, name, out, len, false);
+		return py_str__read(p, l, s, name, out, len, false);
 	/* a compact int of at most two digits, positive: lv_tag = ndigits << 3 | sign */
 	if (memcmp(tbuf, "int", 4) || !py_snap__read(p, s, name + PY_LONG_TAG, &tag, sizeof(tag)) ||
 	    (tag & 3) != 0 || (tag >> 3) == 0 || (tag >> 3) > 2 ||
@@ -1163,7 +1158,7 @@ static bool py_task__coro(struct proc *p, const struct py_layout *l, uint64_t ty
 	return type && name && py_type__name(p, type, tbuf, sizeof(tbuf)) &&
 	       !memcmp(tbuf, "coroutine", sizeof(tbuf)) &&
 	       py_object__type_name(p, NULL, name, tbuf, sizeof("str")) &&
-	       !memcmp(tbuf, "str", 4) && py_str__read(p, l, name, out, len, false);
+	       !memcmp(tbuf, "str", 4) && py_str__read(p, l, NULL, name, out, len, false);
 }
 
 /*
