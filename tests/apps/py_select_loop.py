@@ -1,9 +1,10 @@
 # A loop on select(2) with two fds (a connected socket and a listening one), and a
 # thread beside it that selects on its one connected socket for every "request" (a
 # client, call-style). Records its own ground truth: each iteration's busy time (from
-# a select returning to the next select) and the CPU time each select call took
-# around its wait (the edges), as loopwork does. Prints its pid, waits for a line on
-# stdin, writes the truth JSON to argv[1].
+# a select returning to the next select) and what each select call held around its
+# wait besides waiting (the edges): its CPU time and its waits for a CPU, by the
+# thread's own clock and schedstat, as loopwork does. Prints its pid, waits for a line
+# on stdin, writes the truth JSON to argv[1].
 import json
 import os
 import select
@@ -23,6 +24,11 @@ def spin(seconds):
         pass
 
 
+def held_ns(fd):
+    """The thread's CPU time and its waits for a CPU so far (schedstat's run_delay)."""
+    return time.thread_time_ns() + int(os.pread(fd, 96, 0).split()[1])
+
+
 def client(sock, stop):
     while not stop.is_set():
         select.select([sock], [], [], 0.001)
@@ -39,13 +45,14 @@ def main():
     stop = threading.Event()
     t = threading.Thread(target=client, args=(b, stop), name="client")
     t.start()
+    sched = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
     after, before, edge = [], [], []
     for i in range(ITERATIONS + 1):
-        c0 = time.thread_time_ns()
+        c0 = held_ns(sched)
         before.append(time.monotonic_ns())
         select.select([a, srv], [], [], 0.001)
         after.append(time.monotonic_ns())
-        edge.append(time.thread_time_ns() - c0)
+        edge.append(held_ns(sched) - c0)
         if i < ITERATIONS:
             spin(STALL_S if i % STALL_EVERY == STALL_EVERY - 1 else 0.0002)
     busy = [before[i + 1] - after[i] for i in range(ITERATIONS)]
