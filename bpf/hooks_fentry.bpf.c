@@ -12,8 +12,8 @@
  * under them (do_epoll_wait, do_sys_poll, core_sys_select): their arguments
  * and return values are the syscall's own, as the tracepoints see them, the
  * "restart the call" codes included, and they are never inlined. The
- * tracepoints' per-link cookie (which call) is a program per call here: a
- * trampoline program is bound to its function when it is loaded.
+ * tracepoints' table of syscall numbers (which call) is a program per call
+ * here: a trampoline program is bound to its function when it is loaded.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -36,20 +36,24 @@
 #error "fentry hooks: no syscall entry point names for this architecture"
 #endif
 
-/* a syscall's first three arguments as its entry point got them */
+/* a syscall's arguments and user stack pointer as its entry point got them */
 #define WAIT_ENTER(name, kind)							\
 SEC("fentry/" SYS(name))							\
 int BPF_PROG(fe_##name, struct pt_regs *regs)					\
 {										\
-	return wait__enter(kind, REGS_NR(regs), PT_REGS_PARM1_SYSCALL(regs),	\
-			   PT_REGS_PARM2_SYSCALL(regs), PT_REGS_PARM3_SYSCALL(regs));	\
+	__u64 args[4] = { PT_REGS_PARM1_SYSCALL(regs), PT_REGS_PARM2_SYSCALL(regs),	\
+			  PT_REGS_PARM3_SYSCALL(regs),				\
+			  kind == LW_CALL_SELECT ? PT_REGS_PARM4_SYSCALL(regs) : 0 };	\
+										\
+	return wait__enter(bpf_get_current_task_btf(), kind, REGS_NR(regs), args,	\
+			   PT_REGS_SP(regs));					\
 }
 
 #define WAIT_EXIT(name)								\
 SEC("fexit/" SYS(name))								\
 int BPF_PROG(fx_##name, struct pt_regs *regs, long ret)				\
 {										\
-	return wait__exit(false, REGS_NR(regs), ret);				\
+	return wait__exit(bpf_get_current_task_btf(), false, REGS_NR(regs), ret);	\
 }
 
 #define FLUSH(name)								\
@@ -88,9 +92,10 @@ WAIT_EXIT(pselect6)
 SEC("fexit/__do_sys_restart_syscall")
 int BPF_PROG(fx_restart_syscall, long ret)
 {
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
 
-	return wait__exit(true, regs ? (__s32)BPF_CORE_READ(regs, orig_ax) : -1, ret);
+	return wait__exit(task, true, regs ? (__s32)BPF_CORE_READ(regs, orig_ax) : -1, ret);
 }
 
 FLUSH(fsync)

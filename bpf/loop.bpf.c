@@ -47,26 +47,80 @@ struct syscall_exit_ctx {
 };
 
 /*
- * One program for the entries of all seven wait calls: collector.c attaches
- * it to each tracepoint with the call's kind as the link's cookie, so the
- * verifier checks it once, not seven times.
+ * Which wait call a syscall number is (enum lw_call_kind, 0: none), and
+ * restart_syscall's number: set by userspace (collector.c) from the
+ * architecture's numbers. One program serves the entries of all seven
+ * calls, one their exits, so the verifier checks each once; the number in
+ * the tracepoint's record tells them apart without a helper call (a link's
+ * cookie costs one on every wait call).
  */
+const volatile __u8 wait_kinds[LW_WAIT_NRS] = {};
+const volatile __s32 restart_nr = -1;
+
+/*
+ * bpf_task_pt_regs() is a helper call on every wait call; with
+ * bpf_rdonly_cast() (Linux 6.2) the same address is task->stack plus an
+ * offset that is the kernel's own (THREAD_SIZE, its padding), learnt from
+ * the helper's first answer and read by plain loads after that.
+ */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
+#ifndef bpf_ksym_exists		/* libbpf before 1.2 */
+#define bpf_ksym_exists(sym) (!!(sym))
+#endif
+__u64 user_regs_off = 0;
+
+static __always_inline struct pt_regs *task__user_regs(struct task_struct *task)
+{
+	__u32 id = bpf_core_type_id_kernel(struct pt_regs);
+	struct pt_regs *regs, *base;
+	__u64 off = user_regs_off;
+
+	if (!bpf_ksym_exists(bpf_rdonly_cast))
+		return (struct pt_regs *)bpf_task_pt_regs(task);
+	if (off)
+		return bpf_rdonly_cast((void *)((__u64)task->stack + off), id);
+	regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	base = bpf_rdonly_cast(task->stack, id);
+	if (regs && base)
+		user_regs_off = (__u64)regs - (__u64)base;
+	return regs;
+}
+
 SEC("tracepoint/syscalls/sys_enter_epoll_wait")
 int wait_enter(const struct syscall_enter_ctx *ctx)
 {
-	return wait__enter((__u32)bpf_get_attach_cookie((void *)ctx), ctx->nr, ctx->args[0],
-			   ctx->args[1], ctx->args[2]);
+	__u32 kind = (__u32)ctx->nr < LW_WAIT_NRS ? wait_kinds[ctx->nr] : 0;
+	struct task_struct *task;
+	struct pt_regs *regs;
+	__u64 args[4], sp = 0;
+
+	if (!kind)
+		return 0;
+	task = bpf_get_current_task_btf();
+	regs = task__user_regs(task);
+	/*
+	 * Only the first three arguments come from the hook: one program serves
+	 * calls of three (poll) to six arguments, and the kernel lets it read no
+	 * further than the shortest tracepoint's. A select's fourth (its except
+	 * set) is read from the saved user registers.
+	 */
+	args[0] = ctx->args[0];
+	args[1] = ctx->args[1];
+	args[2] = ctx->args[2];
+	args[3] = 0;
+	if (regs) {
+		sp = PT_REGS_SP(regs);
+		if (kind == LW_CALL_SELECT)
+			args[3] = PT_REGS_PARM4_SYSCALL(regs);
+	}
+	return wait__enter(task, kind, ctx->nr, args, sp);
 }
 
-/*
- * One program for the exits of the seven wait calls and of restart_syscall,
- * where a poll/select resumed after a stop ends (its link's cookie says so).
- */
+/* the exits of the seven wait calls and of restart_syscall, where a resumed poll/select ends */
 SEC("tracepoint/syscalls/sys_exit_epoll_wait")
 int wait_exit(const struct syscall_exit_ctx *ctx)
 {
-	return wait__exit(bpf_get_attach_cookie((void *)ctx) == LW_WAIT_RESTART, ctx->nr,
-			  ctx->ret);
+	return wait__exit(bpf_get_current_task_btf(), ctx->nr == restart_nr, ctx->nr, ctx->ret);
 }
 
 /*

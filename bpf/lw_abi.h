@@ -407,12 +407,8 @@ enum lw_call_kind {
 	LW_CALL_FLUSH = 4,	/* fsync, fdatasync, sync_file_range, syncfs */
 };
 
-/*
- * One program serves every wait call's entry, one every exit: the cookie of
- * each entry's link is the call's kind (enum lw_call_kind); the exits' is 0,
- * but LW_WAIT_RESTART on restart_syscall's, where a resumed poll ends.
- */
-#define LW_WAIT_RESTART 1
+/* syscall numbers below this are looked up in the wait programs' table (bpf/loop.bpf.c) */
+#define LW_WAIT_NRS 512
 
 /*
  * One loop thread, in the "loops" task storage of its task (up to

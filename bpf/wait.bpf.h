@@ -485,37 +485,20 @@ static __noinline bool wait__enter_nested(struct lw_loop *l, struct task_struct 
 
 /*
  * A wait call enters (kind: enum lw_call_kind; nr: its syscall number; the
- * call's first three arguments), whichever hook saw it. A thread that is no
- * loop pays a task-storage miss (two pointer loads) before anything else.
+ * call's first four arguments and the user stack pointer), whichever hook saw
+ * it. A thread that is no loop pays a task-storage miss (two pointer loads)
+ * before anything else.
  */
-static __always_inline int wait__enter(__u32 kind, __s32 nr, __u64 arg0, __u64 arg1,
-				       __u64 arg2)
+static __always_inline int wait__enter(struct task_struct *task, __u32 kind, __s32 nr,
+				       const __u64 *args, __u64 sp)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
 	struct lw_loop *l = loop__of(task);
-	struct wait_call w = { .kind = kind };
-	struct pt_regs *regs;
-	__u64 now, args[4];
+	struct wait_call w = { .kind = kind, .set = args[0], .sp = sp };
+	__u64 now;
 
-	if (kind < LW_CALL_EPOLL || kind > LW_CALL_SELECT)
-		return 0;
-	regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	/*
-	 * Only the first three arguments come from the hook: one tracepoint
-	 * program serves calls of three (poll) to six arguments, and the kernel
-	 * lets it read no further than the shortest tracepoint's. A select's
-	 * fourth (its except set) is read from the saved user registers.
-	 */
-	args[0] = arg0;
-	args[1] = arg1;
-	args[2] = arg2;
-	args[3] = kind == LW_CALL_SELECT && regs ? regs->r10 : 0;
 	/* what the home wait is known by: the epoll fd, a poll's array, a select's set */
-	w.set = args[0];
 	if (kind == LW_CALL_SELECT)
 		w.set = args[1] ? args[1] : args[2] ? args[2] : args[3];
-	w.sp = regs ? PT_REGS_SP(regs) : 0;
-
 	if (!l)
 		return wait__enter_untracked(task, &w, args);
 	if (nested_waits && !l->in_wait && (kind != l->home_kind || w.set != l->home_set) &&
@@ -541,13 +524,14 @@ static __always_inline int wait__enter(__u32 kind, __s32 nr, __u64 arg0, __u64 a
 #define EINTR 4
 
 /*
- * A wait call returns (nr: its syscall number; ret: what it returns),
- * whichever hook saw it; on the restart hook (restart_syscall's exit) only
+ * A wait call of task's returns (nr: its syscall number; ret: what it
+ * returns), whichever hook saw it; on the restart hook (restart_syscall's exit) only
  * a poll/select resumed after a stop ends.
  */
-static __always_inline int wait__exit(bool restart_hook, __s32 nr, long ret)
+static __always_inline int wait__exit(struct task_struct *task, bool restart_hook, __s32 nr,
+				      long ret)
 {
-	struct lw_loop *l = loop__current();
+	struct lw_loop *l = loop__of(task);
 	__u64 now;
 
 	if (!l)
@@ -581,7 +565,7 @@ static __always_inline int wait__exit(bool restart_hook, __s32 nr, long ret)
 	loop__close_missed(l, now);
 	l->in_wait = 0;
 	l->busy_start_ns = now;
-	l->run_delay_start = bpf_get_current_task_btf()->sched_info.run_delay;
+	l->run_delay_start = task->sched_info.run_delay;
 	return 0;
 }
 

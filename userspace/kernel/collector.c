@@ -25,37 +25,55 @@
 
 /*
  * The per-syscall tracepoints, each served by one program for all the calls
- * of its kind (the verifier checks it once, not once per call); the link's
- * cookie tells the program which call it is (bpf/lw_abi.h).
+ * of its kind (the verifier checks it once, not once per call). A wait
+ * program tells the calls apart by their syscall numbers: a wait call's
+ * kind (bpf/lw_abi.h) and restart_syscall's number are set in its table
+ * before load (collector__number_waits). -1: the architecture has no such
+ * call.
  */
+#ifndef SYS_epoll_wait
+#define SYS_epoll_wait -1
+#endif
+#ifndef SYS_poll
+#define SYS_poll -1
+#endif
+#ifndef SYS_select
+#define SYS_select -1
+#endif
+#ifndef SYS_epoll_pwait2
+#define SYS_epoll_pwait2 441	/* the same on every architecture */
+#endif
+#define LW_RESTART -1		/* restart_syscall's exit */
+
 static const struct syscall_tp {
 	const char *prog;
 	const char *tp;
-	__u64 cookie;
+	long nr;
+	int kind;		/* enum lw_call_kind; 0: none, LW_RESTART */
 } syscall_tps[] = {
-	{ "wait_enter", "sys_enter_epoll_wait", LW_CALL_EPOLL },
-	{ "wait_enter", "sys_enter_epoll_pwait", LW_CALL_EPOLL },
-	{ "wait_enter", "sys_enter_epoll_pwait2", LW_CALL_EPOLL },
-	{ "wait_enter", "sys_enter_poll", LW_CALL_POLL },
-	{ "wait_enter", "sys_enter_ppoll", LW_CALL_POLL },
-	{ "wait_enter", "sys_enter_select", LW_CALL_SELECT },
-	{ "wait_enter", "sys_enter_pselect6", LW_CALL_SELECT },
-	{ "wait_exit", "sys_exit_epoll_wait", 0 },
-	{ "wait_exit", "sys_exit_epoll_pwait", 0 },
-	{ "wait_exit", "sys_exit_epoll_pwait2", 0 },
-	{ "wait_exit", "sys_exit_poll", 0 },
-	{ "wait_exit", "sys_exit_ppoll", 0 },
-	{ "wait_exit", "sys_exit_select", 0 },
-	{ "wait_exit", "sys_exit_pselect6", 0 },
-	{ "wait_exit", "sys_exit_restart_syscall", LW_WAIT_RESTART },
-	{ "flush_enter", "sys_enter_fsync", 0 },
-	{ "flush_enter", "sys_enter_fdatasync", 0 },
-	{ "flush_enter", "sys_enter_sync_file_range", 0 },
-	{ "flush_enter", "sys_enter_syncfs", 0 },
-	{ "flush_exit", "sys_exit_fsync", 0 },
-	{ "flush_exit", "sys_exit_fdatasync", 0 },
-	{ "flush_exit", "sys_exit_sync_file_range", 0 },
-	{ "flush_exit", "sys_exit_syncfs", 0 },
+	{ "wait_enter", "sys_enter_epoll_wait", SYS_epoll_wait, LW_CALL_EPOLL },
+	{ "wait_enter", "sys_enter_epoll_pwait", SYS_epoll_pwait, LW_CALL_EPOLL },
+	{ "wait_enter", "sys_enter_epoll_pwait2", SYS_epoll_pwait2, LW_CALL_EPOLL },
+	{ "wait_enter", "sys_enter_poll", SYS_poll, LW_CALL_POLL },
+	{ "wait_enter", "sys_enter_ppoll", SYS_ppoll, LW_CALL_POLL },
+	{ "wait_enter", "sys_enter_select", SYS_select, LW_CALL_SELECT },
+	{ "wait_enter", "sys_enter_pselect6", SYS_pselect6, LW_CALL_SELECT },
+	{ "wait_exit", "sys_exit_epoll_wait", SYS_epoll_wait, 0 },
+	{ "wait_exit", "sys_exit_epoll_pwait", SYS_epoll_pwait, 0 },
+	{ "wait_exit", "sys_exit_epoll_pwait2", SYS_epoll_pwait2, 0 },
+	{ "wait_exit", "sys_exit_poll", SYS_poll, 0 },
+	{ "wait_exit", "sys_exit_ppoll", SYS_ppoll, 0 },
+	{ "wait_exit", "sys_exit_select", SYS_select, 0 },
+	{ "wait_exit", "sys_exit_pselect6", SYS_pselect6, 0 },
+	{ "wait_exit", "sys_exit_restart_syscall", SYS_restart_syscall, LW_RESTART },
+	{ "flush_enter", "sys_enter_fsync", SYS_fsync, 0 },
+	{ "flush_enter", "sys_enter_fdatasync", SYS_fdatasync, 0 },
+	{ "flush_enter", "sys_enter_sync_file_range", SYS_sync_file_range, 0 },
+	{ "flush_enter", "sys_enter_syncfs", SYS_syncfs, 0 },
+	{ "flush_exit", "sys_exit_fsync", SYS_fsync, 0 },
+	{ "flush_exit", "sys_exit_fdatasync", SYS_fdatasync, 0 },
+	{ "flush_exit", "sys_exit_sync_file_range", SYS_sync_file_range, 0 },
+	{ "flush_exit", "sys_exit_syncfs", SYS_syncfs, 0 },
 };
 #define NSYSCALL_TPS (sizeof(syscall_tps) / sizeof(syscall_tps[0]))
 
@@ -207,6 +225,19 @@ static void collector__choose_uprobes(struct collector *c)
 	bpf_program__set_expected_attach_type(ret, (enum bpf_attach_type)UPROBES_MULTI_ATTACH_TYPE);
 }
 
+/* The wait programs' table of syscall numbers (bpf/loop.bpf.c), before load. */
+static void collector__number_waits(struct collector *c)
+{
+	for (size_t i = 0; i < NSYSCALL_TPS; i++) {
+		const struct syscall_tp *t = &syscall_tps[i];
+
+		if (t->kind == LW_RESTART)
+			c->skel->rodata->restart_nr = (__s32)t->nr;
+		else if (t->kind && t->nr >= 0 && t->nr < LW_WAIT_NRS)
+			c->skel->rodata->wait_kinds[t->nr] = (__u8)t->kind;
+	}
+}
+
 struct tp_attach {
 	struct bpf_program *prog;
 	size_t i;
@@ -217,10 +248,7 @@ struct tp_attach {
 static void *tp_attach__run(void *arg)
 {
 	struct tp_attach *a = arg;
-	LIBBPF_OPTS(bpf_tracepoint_opts, opts, .bpf_cookie = syscall_tps[a->i].cookie);
-
-	a->link = bpf_program__attach_tracepoint_opts(a->prog, "syscalls", syscall_tps[a->i].tp,
-						      &opts);
+	a->link = bpf_program__attach_tracepoint(a->prog, "syscalls", syscall_tps[a->i].tp);
 	a->err = a->link ? 0 : -errno;
 	return NULL;
 }
@@ -348,6 +376,7 @@ struct collector *collector__open(const struct collector_opts *opts, char *err, 
 		goto fail;
 	}
 
+	collector__number_waits(c);
 	/* Options reach BPF as read-only data, set before load */
 	c->skel->rodata->self_pid = (__u32)getpid();
 	if (!stat("/proc/self/ns/pid", &st) && st.st_ino != PIDNS_INIT_INO) {
