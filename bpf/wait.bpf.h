@@ -538,14 +538,14 @@ static __always_inline int wait__exit(struct task_struct *task, bool restart_hoo
 		return 0;
 	if (restart_hook && !(l->flags & LW_THREAD_RESTARTING))
 		return 0;
+	now = bpf_ktime_get_ns();
 	/* a nested wait returns: the iteration goes on */
 	if (l->call_ns && l->call_nr == nr) {
-		call__exit(l, bpf_ktime_get_ns());
+		call__exit(l, now);
 		return 0;
 	}
 	if (!l->in_wait)
 		return 0;
-	now = bpf_ktime_get_ns();
 	l->idle_ns += now - l->wait_enter_ns;
 	/*
 	 * A stop/continue, a ptrace attach or a signal with SA_RESTART: the

@@ -82,3 +82,42 @@ def test_preempted_short_iterations_take_no_stack_walk(ctx):
     # the workload's clocks start a little after the tracer's (read after the wait
     # returns), and its schedstat counts the wait after a wake-up approximately
     assert walks <= allowed + max(3, allowed // 5), (walks, allowed)
+
+
+# the wait hooks' programs (tracepoints here, fentry where the kernel allows it): each
+# runs on every wait call of the machine
+WAIT_HOOKS = ("wait_enter", "wait_exit", "fe_epoll_wait", "fx_epoll_wait")
+HEADER = re.compile(r"^\S.*\):$")
+
+
+def test_wait_hooks_ask_the_kernel_little(ctx):
+    """A loop thread's wait calls each run a hook at entry and at exit, a few hundred ns on
+    a contended host where every helper call costs tens (make bench). Counted in the
+    programs as the kernel translated them, their own bodies (not the out-of-line cold
+    paths): the task once, its record once, the clock once, the syscall's kind from its
+    number (no link cookie), and at entry the user registers (one helper call where the
+    kernel has no bpf_rdonly_cast(), else only to learn where they are)."""
+    lw = Loopwatch(ctx, "-p", os.getpid(), "-d", 30).start()
+    try:
+        bodies = {}
+        for i in bpfstats.prog_ids(lw.proc.pid):
+            out = subprocess.run(["bpftool", "prog", "dump", "xlated", "id", str(i)],
+                                 capture_output=True, text=True, timeout=60).stdout
+            lines = out.splitlines()
+            name = re.match(r"\S+ (\w+)\(", lines[0]).group(1) if lines else ""
+            if name in WAIT_HOOKS:
+                end = next((k for k, line in enumerate(lines[1:], 1) if HEADER.match(line)),
+                           len(lines))
+                bodies[name] = re.findall(r"call (\w+)#", "\n".join(lines[:end]))
+    finally:
+        lw.kill()
+    print(bodies)
+    assert len(bodies) == 2, sorted(bodies)
+    for name, calls in bodies.items():
+        assert not [c for c in calls if "cookie" in c], (name, calls)
+        for helper in ("bpf_get_current_task_btf", "bpf_ktime_get_ns"):
+            assert calls.count(helper) == 1, (name, helper, calls)
+        assert len([c for c in calls if c.startswith("bpf_task_storage_get")]) == 1, (
+            name, calls)
+        assert calls.count("bpf_task_pt_regs") <= (1 if "enter" in name else 0), (name, calls)
+        assert len(calls) <= (4 if "enter" in name else 3), (name, calls)
