@@ -216,6 +216,13 @@ def alert_lines(text):
     return out
 
 
+def xlated(prog_id):
+    """One BPF program as the kernel translated it (bpftool's listing, lines; [] if it
+    is gone): what it calls, helpers and subprograms, after the verifier's rewrites."""
+    return subprocess.run(["bpftool", "prog", "dump", "xlated", "id", str(prog_id)],
+                          capture_output=True, text=True, timeout=60).stdout.splitlines()
+
+
 def tmpfile(suffix=".json"):
     fd, path = tempfile.mkstemp(prefix="loopwatch-test-", suffix=suffix)
     os.close(fd)

@@ -9,10 +9,8 @@ import math
 import os
 import re
 import signal
-import subprocess
-import time
 
-from lwtest import Loopwatch, Workload, bpfstats, load_truth, tmpfile
+from lwtest import Loopwatch, Workload, bpfstats, load_truth, tmpfile, xlated
 
 # make bench measured ~192k instructions (708k with the V8 walk unrolled)
 VERIFIED_INSNS = 350000
@@ -101,9 +99,7 @@ def test_wait_hooks_ask_the_kernel_little(ctx):
     try:
         bodies = {}
         for i in bpfstats.prog_ids(lw.proc.pid):
-            out = subprocess.run(["bpftool", "prog", "dump", "xlated", "id", str(i)],
-                                 capture_output=True, text=True, timeout=60).stdout
-            lines = out.splitlines()
+            lines = xlated(i)
             name = re.match(r"\S+ (\w+)\(", lines[0]).group(1) if lines else ""
             if name in WAIT_HOOKS:
                 end = next((k for k, line in enumerate(lines[1:], 1) if HEADER.match(line)),

@@ -17,7 +17,7 @@ import test_native
 import test_node
 import test_otherparty
 from lwtest import (Loopwatch, bpfstats, load_truth, of_type, run_traced, tmpfile,
-                    write_script)
+                    write_script, xlated)
 from test_loop import assert_matches_truth
 
 MIN_KERNEL = "5.15"
@@ -139,8 +139,7 @@ def calls_made(pid):
     as the kernel translated them."""
     calls = set()
     for i in bpfstats.prog_ids(pid):
-        out = subprocess.run(["bpftool", "prog", "dump", "xlated", "id", str(i)],
-                             capture_output=True, text=True, timeout=60).stdout
+        out = "\n".join(xlated(i))
         calls |= set(re.findall(r"call (\w+)#", out))
         calls |= set(re.findall(r"call pc[-+]\d+#bpf_prog_[0-9a-f]+_(\w+)", out))
     return calls
