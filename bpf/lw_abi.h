@@ -234,6 +234,11 @@ struct lw_iter {
 	__u32 ngil_holders;
 	__u32 gil_samples;
 	struct lw_stack_ref samples[LW_ITER_SAMPLES];
+	/*
+	 * The CPU time each kept sample stands for, in us: the interval it was
+	 * taken at (the tick's, the boost timer's, perf's: bpf/sample.bpf.c).
+	 */
+	__u16 sample_us[LW_ITER_SAMPLES];
 	struct lw_syscall_sum syscalls[LW_ITER_SYSCALLS];
 	struct lw_block_ref blocks[LW_ITER_BLOCKS];
 	struct lw_probe_sum probes[LW_ITER_PROBES];

@@ -156,7 +156,7 @@ static __always_inline void loop__switch_in(struct lw_loop *l, struct task_struc
 	 * The longest preemption names what the CPU was waited for in: its
 	 * own stack if the iteration was half way to a stall when it began;
 	 * else the thread resumes where it stopped, and the next CPU sample's
-	 * stack is taken there, within a millisecond of CPU time
+	 * stack is taken there, within a tick of CPU time
 	 * (bpf/sample.bpf.c); until then, and if the iteration ends first, the
 	 * latest sample's before it. Walking at every preemption cost 8.5 us a
 	 * switch on a saturated host.

@@ -68,16 +68,19 @@ static double ms__parse(const char *arg, const char *what, double min, double ma
 	return v;
 }
 
+/* HZ, or 0 for "tick": the scheduler tick's samples (bpf/sample.bpf.c) */
 static int hz__parse(const char *arg)
 {
 	char *end;
 	long v;
 
+	if (!strcmp(arg, "tick"))
+		return 0;
 	errno = 0;
 	v = strtol(arg, &end, 10);
 	/* above the kernel's default perf_event_max_sample_rate the samples get throttled */
 	if (errno || end == arg || *end || v < 1 || v > 10000)
-		usage__fail("invalid --sample-hz '%s': want 1..10000", arg);
+		usage__fail("invalid --sample-hz '%s': want 1..10000 or tick", arg);
 	return (int)v;
 }
 
@@ -504,7 +507,11 @@ void options__parse(struct options *opts, int argc, char **argv)
 	opts->kubelet_logs = "/var/log";
 	opts->threshold_ms = 10.0;
 	opts->block_threshold_ms = 1.0;
-	/* prime, so sampling does not run in lockstep with timers at round rates */
+	/*
+	 * A prime, so that sampling does not run in lockstep with timers at round
+	 * rates; the tick's samples (--sample-hz tick) cost no interrupts of their
+	 * own but come 4 ms apart on HZ-250 kernels: docs/cost.md
+	 */
 	opts->sample_hz = 997;
 	/*
 	 * 16 MiB: ~5000 stall events, what 5000 stalls a second fill while a loaded

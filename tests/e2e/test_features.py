@@ -8,6 +8,7 @@ LOOPWATCH_TEST_ABSENT=name,... is test-only: it makes loopwatch take features th
 running kernel has for absent, so that every fallback and refusal runs on any kernel
 (tests/kernels runs the same cases on kernels that do have fentry)."""
 import copy
+import json
 import os
 import re
 import subprocess
@@ -186,3 +187,67 @@ def test_older_kernels_hold_the_same_truth(ctx):
         test_otherparty.test_neighbour_named_when_it_held_the_cpu(fctx)
     finally:
         os.unlink(fctx.loopwatch)
+
+
+def links_by_program(pid):
+    """{program name (as the kernel keeps it): the BPF links process pid holds to it}."""
+    ids = {}
+    d = "/proc/%d/fdinfo" % pid
+    for fd in os.listdir(d):
+        try:
+            with open(os.path.join(d, fd)) as f:
+                info = dict(line.split(":", 1) for line in f if ":" in line)
+        except OSError:
+            continue
+        if "link_type" in info and "prog_id" in info:
+            i = int(info["prog_id"])
+            ids[i] = ids.get(i, 0) + 1
+    out = {}
+    for i, n in ids.items():
+        name = json.loads(subprocess.run(["bpftool", "-j", "prog", "show", "id", str(i)],
+                                         capture_output=True, text=True).stdout)["name"]
+        out[name] = out.get(name, 0) + n
+    return out
+
+
+def online_cpus():
+    """The CPUs online now: perf's sampling opens an event on each."""
+    with open("/sys/devices/system/cpu/online") as f:
+        spans = f.read().strip().split(",")
+    return sum(int(s.split("-")[-1]) - int(s.split("-")[0]) + 1 for s in spans)
+
+
+TICK_ABSENT = ("loopwatch: CPU samples from perf's cpu-clock at 997 Hz, not the scheduler "
+               "tick (LOOPWATCH_TEST_ABSENT)")
+
+
+def test_cpu_samples_at_the_tick_or_a_clock_of_their_own(ctx):
+    """With --sample-hz tick the CPU samples ride the scheduler tick: loopwatch has the
+    tick's program loaded and attached, not perf's, so it opens no cpu-clock event. With
+    the tick pretended absent it says so in one line and samples with perf's program on a
+    cpu-clock event of every CPU at the default rate instead. Either way chainwork's
+    CPU stalls carry samples holding their whole chain (test_native's check: >= 95 % of
+    the samples, and at least one a stall)."""
+    for absent in ("", "tick"):
+        seen = {}
+
+        def started(pid):
+            seen["progs"] = loaded_programs(pid)
+            seen["links"] = links_by_program(pid)
+
+        out = tmpfile()
+        _, lines, stderr = run_traced(
+            ctx, [ctx.workload("chainwork"), out, str(test_native.ITERATIONS), "--go"],
+            "--threshold", test_native.THRESHOLD_MS,
+            "--block-threshold", test_native.BLOCK_THRESHOLD_MS, "--sample-hz", "tick",
+            settle=0.5,
+            wrap=("env", "LOOPWATCH_TEST_ABSENT=" + absent), with_stderr=True,
+            started=started)
+        said = [ln for ln in stderr.splitlines() if "CPU samples" in ln]
+        sampler, other = ("loop_sample", "loop_tick") if absent else ("loop_tick", "loop_sample")
+        assert said == ([TICK_ABSENT] if absent else []), (absent, stderr[-2000:])
+        assert sampler in seen["progs"] and other not in seen["progs"], (absent, seen)
+        # the tick's program on its tracepoint; perf's on an event of every CPU
+        assert seen["links"].get(sampler) == (online_cpus() if absent else 1), (absent, seen)
+        samples, _ = test_native.check_chains("chainwork", load_truth(out), lines)
+        print("%r absent: %d CPU samples" % (absent, samples))

@@ -13,6 +13,11 @@ from lwtest import (Loopwatch, in_range, line_requests, load_truth, of_type, run
 APPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "apps")
 THRESHOLD_MS = 5  # below the default 10 so that a fast disk's fsync still stalls
 
+CLOCK_MONOTONIC_COARSE = 6  # linux/time.h
+
+# the timer interrupt's frames above a tick's sample (userspace/events/decode.c cuts them)
+TICK_FRAMES = ("asm_sysvec_apic_timer_interrupt", "hrtimer_interrupt", "__hrtimer_run_queues")
+
 # kind -> (injecting function, the component it injects, blocking syscalls)
 EXPECT = {
     "cpu": ("inject_cpu_spin", "oncpu_ms", None),
@@ -28,10 +33,10 @@ def within(got, want, rel):
     return abs(got - want) <= rel * want
 
 
-def run_stallwork(ctx, kinds, repeat):
+def run_stallwork(ctx, kinds, repeat, *flags):
     out = tmpfile()
     _, lines = run_traced(ctx, [ctx.workload("stallwork"), out, kinds, str(repeat), "--go"],
-                          "--threshold", THRESHOLD_MS)
+                          "--threshold", THRESHOLD_MS, *flags)
     return load_truth(out), lines
 
 
@@ -201,6 +206,10 @@ def test_each_cause_is_a_stall_with_the_right_breakdown_and_stack(ctx):
                   [b["stack"][0]["func"] for b in blocks
                    if b["stack"] and b["stack"][0].get("kind") == "kernel"]
     assert kernel_tops and not [f for f in kernel_tops if f.startswith("bpf_")], kernel_tops
+    # and a CPU sample's has none of the timer interrupt it was taken in (the tick's)
+    irq = [f["func"] for s in stalls for st in s["stacks"] if st["cause"] == "cpu"
+           for f in st["frames"] if f.get("kind") == "kernel" and f["func"] in TICK_FRAMES]
+    assert not irq, irq
     summary = of_type(lines, "summary", pid=truth["pid"])
     assert summary and summary[0]["iterations"] == len(records), summary
     # the per-thread sums lie in the sums of the ranges
@@ -304,3 +313,29 @@ def test_stop_and_continue_is_not_a_stall(ctx):
     assert not of_type(lines, "stall", pid=pid), of_type(lines, "stall", pid=pid)
     s = of_type(lines, "summary", pid=pid)
     assert s and s[0]["lag_ms"]["max"] < 5 and s[0]["iterations"] >= 5, s
+
+
+def test_a_cpu_stall_holds_samples_at_a_slow_tick(ctx):
+    """--sample-hz tick: CPU samples ride the scheduler tick, 4 ms apart at Debian's HZ
+    250; an iteration the tick finds a quarter of the way to the threshold is then sampled
+    every ~1 ms by a timer of its own (bpf/sample.bpf.c). Each ~25 ms spin, by the workload's own on-CPU
+    time: at least 5 samples and half a sample a ms once the timer may have started
+    (the tick alone gives a quarter), and at most one a ms plus the tick's."""
+    # the coarse clock (6: Python names it not) moves once a tick: its resolution is 1/HZ
+    tick_ms = time.clock_getres(CLOCK_MONOTONIC_COARSE) * 1e3
+    truth, lines = run_stallwork(ctx, "cpu", 6, "--sample-hz", "tick")
+    stalls = sorted(of_type(lines, "stall", pid=truth["pid"]), key=lambda s: s["ts"])
+    records = with_edges(truth)
+    seen = []
+    for record, stall in match_stalls(records, stalls, THRESHOLD_MS, truth):
+        if record["kind"] != "cpu":
+            continue
+        samples = sum(st["samples"] for st in stall["stacks"] if st["cause"] == "cpu")
+        oncpu = record["oncpu_ns"] / 1e6
+        seen.append((round(oncpu, 1), samples))
+        # a spin starved by a loaded host has fewer ms on CPU to sample
+        if oncpu >= 15:
+            assert samples >= max(5, 0.5 * (oncpu - tick_ms - THRESHOLD_MS / 4)), (tick_ms, seen)
+        assert samples <= (1 + 1 / tick_ms) * (oncpu + record["edges_ms"]) + 2, (tick_ms, seen)
+    print("tick %.1f ms; (ms on CPU, samples) of each spin: %s" % (tick_ms, seen))
+    assert len([s for s in seen if s[0] >= 15]) >= 3, seen

@@ -51,8 +51,15 @@ int floor_sched_switch(void *ctx)
 	return 0;
 }
 
-SEC("tp_btf/sched_wakeup")
-int floor_sched_wakeup(void *ctx)
+SEC("tp_btf/sched_waking")
+int floor_sched_waking(void *ctx)
+{
+	return 0;
+}
+
+/* with -F 0: every hrtimer's expiry, the tick's among them (--sample-hz tick) */
+SEC("tp_btf/hrtimer_expire_entry")
+int floor_tick(void *ctx)
 {
 	return 0;
 }

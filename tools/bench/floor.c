@@ -3,7 +3,9 @@
  * floor: attach the empty programs of floor.bpf.c and hold them until
  * SIGINT/SIGTERM or -d SECONDS. Like loopwatch, it says "tracing" on stderr
  * once everything is attached, so the bench driver can wait for that line,
- * and it samples every CPU at loopwatch's default rate unless told otherwise.
+ * and it samples every CPU at loopwatch's default rate unless told otherwise
+ * (-F 0: an empty program on every hrtimer's expiry instead, as loopwatch's
+ * --sample-hz tick).
  * With -u it also puts an empty uprobe and uretprobe on a function, system
  * wide, as loopwatch does for its catalogued and --probe functions.
  */
@@ -159,7 +161,8 @@ static void usage__exit(const char *prog, int status)
 		"Usage: %s [-d SECONDS] [-F HZ] [-u FILE:SYMBOL]... [-v]\n"
 		"Attach empty BPF programs where loopwatch attaches and hold them.\n"
 		"  -d SECONDS  detach after that long (default: until SIGINT/SIGTERM)\n"
-		"  -F HZ       cpu-clock samples per second per CPU, 0 for none (default %d)\n"
+		"  -F HZ       cpu-clock samples per second per CPU (default %d); 0: none, an\n"
+		"              empty program at the tick instead (loopwatch's --sample-hz tick)\n"
 		"  -u FILE:SYMBOL, -u FILE:0xOFFSET\n"
 		"              an empty uprobe and uretprobe on that function, system-wide\n"
 		"              (repeatable, up to %d; OFFSET is a file offset)\n"
@@ -220,10 +223,16 @@ int main(int argc, char **argv)
 		fprintf(stderr, "floor: cannot mount tracefs: %s\n", strerror(-err));
 		return 1;
 	}
-	skel = floor_bpf__open_and_load();
+	skel = floor_bpf__open();
 	if (!skel) {
-		fprintf(stderr, "floor: cannot load BPF programs: %s\n", strerror(errno));
+		fprintf(stderr, "floor: cannot open BPF programs: %s\n", strerror(errno));
 		return 1;
+	}
+	bpf_program__set_autoload(skel->progs.floor_tick, !sample_hz);
+	err = floor_bpf__load(skel);
+	if (err) {
+		fprintf(stderr, "floor: cannot load BPF programs: %s\n", strerror(-err));
+		goto cleanup;
 	}
 	err = floor_bpf__attach(skel);
 	if (err) {

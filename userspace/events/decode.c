@@ -61,11 +61,33 @@ void decoder__free(struct decoder *d)
 }
 
 /*
+ * A CPU sample taken at the tick has the interrupt's own kernel frames on
+ * top (bpf/sample.bpf.c): they go, down to the interrupt's entry, and of a
+ * sample in user mode no kernel frame is left. perf's samples start at the
+ * interrupted code and have no such frame.
+ */
+static void stack__cut_interrupt(struct stack_report *s)
+{
+	int n;
+
+	for (n = 0; n < s->nframes && s->frames[n].kind == FRAME_KERNEL; n++) {
+		if (!strcmp(s->frames[n].func, "asm_sysvec_apic_timer_interrupt"))
+			break;
+	}
+	if (n == s->nframes || s->frames[n].kind != FRAME_KERNEL)
+		return;
+	n++;
+	memmove(s->frames, s->frames + n, (size_t)(s->nframes - n) * sizeof(*s->frames));
+	s->nframes -= n;
+}
+
+/*
  * Kernel frames, then user frames: one stack, leaf first. words, when given,
- * are the top of the user stack saved with it, to recover a skipped caller.
+ * are the top of the user stack saved with it, to recover a skipped caller;
+ * a sample's (a CPU sample's stack) loses the interrupt's frames.
  */
 static void stack__resolve(struct decoder *d, __u32 pid, struct lw_stack_ref ref,
-			   const __u64 *words, struct stack_report *out)
+			   const __u64 *words, bool sample, struct stack_report *out)
 {
 	uint64_t kips[LW_STACK_DEPTH];
 	struct lw_user_stack user;
@@ -94,6 +116,8 @@ static void stack__resolve(struct decoder *d, __u32 pid, struct lw_stack_ref ref
 	}
 
 	out->nframes = symbols__stack(d->syms, (int)pid, &raw, &out->frames);
+	if (sample && out->nframes > 0)
+		stack__cut_interrupt(out);
 }
 
 static bool stack__has_runtime(const __u32 ids[LW_RT_N])
@@ -105,13 +129,17 @@ static bool stack__has_runtime(const __u32 ids[LW_RT_N])
 	return false;
 }
 
-/* Identical sample stacks become one entry with a count. */
+/*
+ * Identical sample stacks become one entry with a count, and the CPU time
+ * they stand for: the tick's samples are further apart than the boost's.
+ */
 static void stall__add_samples(struct decoder *d, const struct lw_stall_event *e,
 			       struct stall_report *r)
 {
 	__u32 kept = e->iter.samples_seen < LW_ITER_SAMPLES ? e->iter.samples_seen
 							     : LW_ITER_SAMPLES;
 	int counts[LW_ITER_SAMPLES] = {};
+	__u64 us[LW_ITER_SAMPLES] = {};
 	int first[LW_ITER_SAMPLES];
 	int nuniq = 0;
 
@@ -129,13 +157,15 @@ static void stall__add_samples(struct decoder *d, const struct lw_stall_event *e
 		if (j == nuniq)
 			first[nuniq++] = (int)i;
 		counts[j]++;
+		us[j] += e->iter.sample_us[i];
 	}
 	for (int j = 0; j < nuniq && r->nstacks < REPORT_MAX_STACKS; j++) {
 		struct stack_report *s = &r->stacks[r->nstacks++];
 
 		memset(s, 0, sizeof(*s));
 		s->samples = counts[j];
-		stack__resolve(d, e->pid, e->iter.samples[first[j]], NULL, s);
+		s->sample_us = us[j];
+		stack__resolve(d, e->pid, e->iter.samples[first[j]], NULL, true, s);
 	}
 }
 
@@ -155,7 +185,7 @@ static bool frames__same_functions(const struct stack_report *x, const struct st
 
 /*
  * Samples whose stacks differ only in offsets (a Python frame's instruction,
- * a native leaf's ip) name the same code: one entry with their count.
+ * a native leaf's ip) name the same code: one entry with their count and weight.
  */
 static void stall__merge_samples(struct stall_report *r)
 {
@@ -164,6 +194,7 @@ static void stall__merge_samples(struct stall_report *r)
 			if (!frames__same_functions(&r->stacks[i], &r->stacks[j]))
 				continue;
 			r->stacks[i].samples += r->stacks[j].samples;
+			r->stacks[i].sample_us += r->stacks[j].sample_us;
 			stack_report__clear(&r->stacks[j]);
 			r->stacks[j--] = r->stacks[--r->nstacks];
 		}
@@ -187,7 +218,7 @@ static void stall__add_blocks(struct decoder *d, const struct lw_stall_event *e,
 		s->ns = b->ns;
 		snprintf(s->syscall, sizeof(s->syscall), "%s",
 			 syscall__name(b->nr, buf, sizeof(buf)));
-		stack__resolve(d, e->pid, b->cap.stack, b->cap.words, s);
+		stack__resolve(d, e->pid, b->cap.stack, b->cap.words, false, s);
 	}
 }
 
@@ -203,7 +234,9 @@ static void stall__add_runq(struct decoder *d, const struct lw_stall_event *e,
 	memset(s, 0, sizeof(*s));
 	s->runq = true;
 	s->ns = e->iter.runq_max_ns;
-	stack__resolve(d, e->pid, e->iter.runq_cap.stack, e->iter.runq_cap.words, s);
+	/* a capture without words of its own is a CPU sample's (bpf/iteration.bpf.h) */
+	stack__resolve(d, e->pid, e->iter.runq_cap.stack, e->iter.runq_cap.words,
+		       e->iter.runq_cap.words[0] == LW_WORDS_NONE, s);
 }
 
 /* Names from the kernel: fixed-size, maybe unterminated, untrusted. */
@@ -239,7 +272,7 @@ static const char *waker__interrupt(struct decoder *d, __u32 pid, __s32 kstack)
 
 	if (kstack < 0)
 		return NULL;
-	stack__resolve(d, pid, ref, NULL, &s);
+	stack__resolve(d, pid, ref, NULL, false, &s);
 	for (int i = 0; i < s.nframes && !said; i++) {
 		const char *f = s.frames[i].func;
 
@@ -285,7 +318,7 @@ static int parties__copy(struct decoder *d, __u32 pid, const struct lw_neighbour
 			struct stack_report s = { 0 };
 
 			ref.kernel = -1;
-			stack__resolve(d, v[i].pid, ref, NULL, &s);
+			stack__resolve(d, v[i].pid, ref, NULL, false, &s);
 			if (s.nframes)
 				stack_report__top(&s, p->top, sizeof(p->top));
 			stack_report__clear(&s);
@@ -370,7 +403,7 @@ static void stall__add_gil(struct decoder *d, const struct lw_stall_event *e,
 		s->gil = true;
 		s->ns = h->ns;
 		snprintf(s->syscall, sizeof(s->syscall), "gil");
-		stack__resolve(d, e->pid, g->stack, NULL, s);
+		stack__resolve(d, e->pid, g->stack, NULL, true, s);
 	}
 }
 
@@ -542,7 +575,7 @@ void decoder__block(struct decoder *d, const struct lw_block_event *e, struct bl
 	r->stack.blocked = true;
 	r->stack.ns = e->duration_ns;
 	snprintf(r->stack.syscall, sizeof(r->stack.syscall), "%s", r->syscall);
-	stack__resolve(d, e->pid, e->cap.stack, e->cap.words, &r->stack);
+	stack__resolve(d, e->pid, e->cap.stack, e->cap.words, false, &r->stack);
 }
 
 void decoder__probe(struct decoder *d, const struct lw_probe_event *e, struct probe_report *r)
@@ -554,7 +587,7 @@ void decoder__probe(struct decoder *d, const struct lw_probe_event *e, struct pr
 	name__copy(r->comm, e->comm);
 	probe__label(d, e->id, r->label, sizeof(r->label));
 	r->duration_ns = e->duration_ns;
-	stack__resolve(d, e->pid, e->cap.stack, NULL, &r->stack);
+	stack__resolve(d, e->pid, e->cap.stack, NULL, false, &r->stack);
 }
 
 /* The open blocking call of a loop record as the event its end would send. */

@@ -133,8 +133,9 @@ static int event__handle(void *ctx, void *data, size_t size)
 }
 
 /*
- * cpu-clock sampling on every CPU (no hardware PMU here); the program keeps
- * only samples of loop threads inside a busy period.
+ * cpu-clock sampling on every CPU (no hardware PMU here), where the tick
+ * will not do or --sample-hz asks for it; the program keeps only samples of
+ * loop threads inside a busy period.
  */
 static int collector__attach_sampling(struct collector *c, int hz)
 {
@@ -321,6 +322,7 @@ struct collector *collector__open(const struct collector_opts *opts, char *err, 
 {
 	struct collector *c;
 	struct stat st;
+	bool tick;
 	int ret;
 
 	libbpf_verbose = opts->verbose;
@@ -339,6 +341,15 @@ struct collector *collector__open(const struct collector_opts *opts, char *err, 
 	}
 	if (features__probe(&c->features, err, errlen))
 		goto fail;
+	/* CPU samples at the tick where --sample-hz tick asks for them (bpf/sample.bpf.c) */
+	tick = !opts->sample_hz && c->features.tick;
+	if (!opts->sample_hz && !tick) {
+		size_t used = strlen(c->features.fallbacks);
+
+		snprintf(c->features.fallbacks + used, sizeof(c->features.fallbacks) - used,
+			 "loopwatch: CPU samples from perf's cpu-clock at %d Hz, not the "
+			 "scheduler tick (%s)\n", COLLECTOR_SAMPLE_HZ, c->features.no_tick);
+	}
 	/* per-syscall tracepoints are attached through tracefs */
 	ret = tracefs__ensure();
 	if (ret) {
@@ -371,6 +382,11 @@ struct collector *collector__open(const struct collector_opts *opts, char *err, 
 	ret = c->features.percpu_lookup ? 1 : libbpf_num_possible_cpus();
 	if (ret > 0)
 		ret = bpf_map__set_max_entries(c->skel->maps.cpu_waits_shared, (__u32)ret);
+	if (!ret && tick) {
+		ret = libbpf_num_possible_cpus();
+		if (ret > 0)
+			ret = bpf_map__set_max_entries(c->skel->maps.boosts, (__u32)ret);
+	}
 	if (ret) {
 		snprintf(err, errlen, "cannot size the CPUs' tables: %s", strerror(-ret));
 		goto fail;
@@ -409,6 +425,13 @@ struct collector *collector__open(const struct collector_opts *opts, char *err, 
 	for (int i = 0; i < opts->nexcludes && i < LW_MAX_COMMS; i++)
 		strncpy((char *)c->skel->rodata->comm_exclude[i], opts->excludes[i],
 			LW_COMM_LEN - 1);
+	/* a tick further apart than perf's period: iterations becoming stalls get that */
+	if (tick && c->features.tick_ns > 1000000000 / COLLECTOR_SAMPLE_HZ)
+		c->skel->rodata->boost_period_ns = 1000000000 / COLLECTOR_SAMPLE_HZ;
+	c->skel->rodata->sample_us = (__u16)(tick ? c->features.tick_ns / 1000
+					    : 1000000 / (opts->sample_hz ?: COLLECTOR_SAMPLE_HZ));
+	bpf_program__set_autoload(c->skel->progs.loop_tick, tick);
+	bpf_program__set_autoload(c->skel->progs.loop_sample, !tick);
 	collector__no_autoattach(c);
 	collector__choose_uprobes(c);
 	collector__choose_hooks(c);
@@ -444,8 +467,8 @@ struct collector *collector__open(const struct collector_opts *opts, char *err, 
 			 strerror(-ret));
 		goto fail;
 	}
-	if (opts->sample_hz > 0) {
-		ret = collector__attach_sampling(c, opts->sample_hz);
+	if (!tick) {
+		ret = collector__attach_sampling(c, opts->sample_hz ?: COLLECTOR_SAMPLE_HZ);
 		if (ret) {
 			snprintf(err, errlen, "cannot start CPU sampling: %s", strerror(-ret));
 			goto fail;

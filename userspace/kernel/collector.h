@@ -12,6 +12,9 @@
 #include "lib/lwtypes.h"
 #include "lw_abi_unwind.h"
 
+/* perf's cpu-clock rate where --sample-hz tick cannot be had: its default's */
+#define COLLECTOR_SAMPLE_HZ 997
+
 typedef void (*loop_fn)(const struct lw_loop *loop, void *ctx);
 /* a stall or blocking-call event from the ring buffer (struct lw_*_event) */
 typedef void (*event_fn)(const void *event, size_t size, void *ctx);
@@ -30,7 +33,7 @@ struct collector_opts {
 	__u64 stall_threshold_ns;
 	__u64 slow_threshold_ns;	/* iterations sent up: <= stall_threshold_ns */
 	__u64 block_threshold_ns;
-	int sample_hz;		/* 0: no CPU sampling */
+	int sample_hz;		/* perf's cpu-clock at this rate; 0: the tick's samples */
 	bool no_nested_waits;	/* every wait call ends an iteration */
 	__u64 probe_threshold_ns;
 	/* unwind table capacity, in rows (and page-index entries); 0: frame pointers only */

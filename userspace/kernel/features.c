@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <time.h>
 #include <sys/utsname.h>
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
@@ -170,6 +171,63 @@ static bool fentry__usable(char *why, size_t whylen)
 	return true;
 }
 
+/*
+ * Can the CPU samples ride the scheduler tick (bpf/sample.bpf.c)? The tick
+ * must be an hrtimer, which it is while high-resolution timers are on (the
+ * clock's resolution is then 1 ns; low-resolution, a jiffy); the kernel's BTF
+ * must name its function, as the program does (tick_nohz_handler since Linux
+ * 6.10, tick_sched_timer before); and libbpf must read that function's
+ * address in /proc/kallsyms, which kptr_restrict 2 hides even from root.
+ * true with the tick's period in *tick_ns, or false with why not in why.
+ */
+static bool tick__usable(long *tick_ns, char *why, size_t whylen)
+{
+	static const char *const names[] = { "tick_nohz_handler", "tick_sched_timer" };
+	struct timespec res;
+	struct btf *vmlinux;
+	char restrict_[8] = "";
+	FILE *f;
+	int id = -1;
+
+	if (feature__pretend_absent("tick")) {
+		snprintf(why, whylen, "LOOPWATCH_TEST_ABSENT");
+		return false;
+	}
+	if (clock_getres(CLOCK_MONOTONIC, &res) || res.tv_sec || res.tv_nsec != 1) {
+		snprintf(why, whylen, "low-resolution timers");
+		return false;
+	}
+	/* the coarse clock moves once a tick: its resolution is 1/HZ */
+	if (clock_getres(CLOCK_MONOTONIC_COARSE, &res) || res.tv_sec || res.tv_nsec <= 0) {
+		snprintf(why, whylen, "no tick period");
+		return false;
+	}
+	*tick_ns = res.tv_nsec;
+	f = fopen("/proc/sys/kernel/kptr_restrict", "r");
+	if (f) {
+		if (!fgets(restrict_, sizeof(restrict_), f))
+			restrict_[0] = 0;
+		fclose(f);
+	}
+	if (restrict_[0] == '2') {
+		snprintf(why, whylen, "kernel addresses hidden: kptr_restrict 2");
+		return false;
+	}
+	vmlinux = btf__load_vmlinux_btf();
+	if (!vmlinux) {
+		snprintf(why, whylen, "no kernel BTF");
+		return false;
+	}
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && id < 0; i++)
+		id = btf__find_by_name_kind(vmlinux, names[i], BTF_KIND_FUNC);
+	btf__free(vmlinux);
+	if (id < 0) {
+		snprintf(why, whylen, "no tick function in the kernel's BTF");
+		return false;
+	}
+	return true;
+}
+
 int features__probe(struct features *f, char *err, size_t errlen)
 {
 	struct utsname u;
@@ -203,5 +261,6 @@ int features__probe(struct features *f, char *err, size_t errlen)
 		snprintf(f->hooks, sizeof(f->hooks), "fentry/fexit on the wait and flush syscalls");
 	else
 		snprintf(f->hooks, sizeof(f->hooks), "syscall tracepoints, %s", why);
+	f->tick = tick__usable(&f->tick_ns, f->no_tick, sizeof(f->no_tick));
 	return 0;
 }

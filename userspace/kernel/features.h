@@ -4,7 +4,8 @@
  * loopwatch cannot run without (a clear error naming the first one missing and
  * the kernel it came with), those it does without on older kernels (a line
  * each), and the hooks it can choose between (fentry/fexit where the kernel
- * allows it, else the syscall tracepoints, said in one line).
+ * allows it, else the syscall tracepoints, said in one line; the scheduler
+ * tick for CPU samples where it is an hrtimer, else perf's cpu-clock).
  */
 #ifndef LOOPWATCH_KERNEL_FEATURES_H
 #define LOOPWATCH_KERNEL_FEATURES_H
@@ -19,8 +20,11 @@ struct features {
 	bool fentry;		/* the wait and flush hooks as fentry/fexit */
 	bool bpf_loop;		/* bpf_loop() (5.17); else bounded loops */
 	bool percpu_lookup;	/* bpf_map_lookup_percpu_elem() (5.19); else one shared array */
+	bool tick;		/* CPU samples at the scheduler tick; else perf's cpu-clock */
+	long tick_ns;		/* its period: 1/HZ */
+	char no_tick[64];	/* why not, without it */
 	char hooks[160];	/* which hooks, and why not fentry: for the start line */
-	char fallbacks[384];	/* a line for each feature done without, or "" */
+	char fallbacks[512];	/* a line for each feature done without, or "" */
 };
 
 /*

@@ -58,29 +58,32 @@ static int shares__put(struct stack_share *out, int n, int stack, enum stall_cau
 	return n + 1;
 }
 
-/* total over the CPU sample stacks by their samples; no sample: one share with no stack */
+/*
+ * total over the CPU sample stacks by the CPU time their samples stand for;
+ * no sample: one share with no stack
+ */
 static int shares__by_samples(const struct stall_report *r, struct stack_share *out, int n,
 			      enum stall_cause cause, __u64 total)
 {
-	__u64 samples = 0, given = 0;
+	__u64 weight = 0, given = 0;
 	int last = -1;
 
 	for (int i = 0; i < r->nstacks; i++) {
-		if (stack__is_cpu(&r->stacks[i]) && r->stacks[i].samples > 0) {
-			samples += (__u64)r->stacks[i].samples;
+		if (stack__is_cpu(&r->stacks[i]) && stack_report__sample_weight(&r->stacks[i])) {
+			weight += stack_report__sample_weight(&r->stacks[i]);
 			last = i;
 		}
 	}
-	if (!samples)
+	if (!weight)
 		return shares__put(out, n, -1, cause, total);
 	for (int i = 0; i < r->nstacks; i++) {
 		const struct stack_report *s = &r->stacks[i];
-		__u64 ns;
+		__u64 w = stack_report__sample_weight(s), ns;
 
-		if (!stack__is_cpu(s) || s->samples <= 0)
+		if (!stack__is_cpu(s) || !w)
 			continue;
 		/* the last takes the rounding rest: the shares add up exactly */
-		ns = i == last ? total - given : total * (__u64)s->samples / samples;
+		ns = i == last ? total - given : total * w / weight;
 		given += ns;
 		n = shares__put(out, n, i, cause, ns);
 	}

@@ -243,7 +243,7 @@ static void stall_report__own_top(const struct stall_report *r, char *buf, size_
 		stack_report__top(s, tops[ntops], sizeof(tops[ntops]));
 		for (j = 0; j < ntops && strcmp(tops[j], tops[ntops]); j++)
 			;
-		weight[j] += by_ns ? s->ns : (__u64)s->samples;
+		weight[j] += by_ns ? s->ns : stack_report__sample_weight(s);
 		if (j == ntops) {
 			heaviest[j] = i;
 			ntops++;

@@ -18,6 +18,7 @@ enum stall_cause { CAUSE_CPU, CAUSE_BLOCKED, CAUSE_RUNQ };
 
 struct stack_report {
 	int samples;		/* CPU samples with this stack; 0 for a blocking call */
+	__u64 sample_us;	/* the CPU time they stand for: each its interval (weights) */
 	bool blocked;		/* a blocking call's stack (else CPU samples) */
 	bool runq;		/* where it was preempted, waiting for a CPU */
 	bool gil;		/* another thread's, holding the GIL the loop waited for */
@@ -142,6 +143,12 @@ const char *stall_cause__name(enum stall_cause c);
 /* The largest of the three: on CPU, blocked, waiting for a CPU. */
 enum stall_cause stall_cause__of(__u64 oncpu_ns, __u64 blocked_ns, __u64 runq_ns);
 void stack_report__clear(struct stack_report *s);
+
+/* What a CPU sample stack weighs: the CPU time its samples stand for, else their count. */
+static inline __u64 stack_report__sample_weight(const struct stack_report *s)
+{
+	return s->sample_us ? s->sample_us : (__u64)(s->samples > 0 ? s->samples : 0);
+}
 /*
  * The frame that names the culprit of one stack: the user's Python code when
  * there is any, else the first native frame outside libc and the loader;

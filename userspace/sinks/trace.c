@@ -142,8 +142,8 @@ static int stack__weight_cmp(const void *a, const void *b)
 {
 	const struct stack_report *x = *(const struct stack_report *const *)a;
 	const struct stack_report *y = *(const struct stack_report *const *)b;
-	__u64 wx = x->samples ? (__u64)x->samples * 1000000 : x->ns;
-	__u64 wy = y->samples ? (__u64)y->samples * 1000000 : y->ns;
+	__u64 wx = x->samples ? stack_report__sample_weight(x) * 1000 : x->ns;
+	__u64 wy = y->samples ? stack_report__sample_weight(y) * 1000 : y->ns;
 
 	return wx < wy ? 1 : wx > wy ? -1 : 0;
 }
