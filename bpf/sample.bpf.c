@@ -55,15 +55,14 @@ struct {
 } boosts SEC(".maps");
 
 /*
- * A sample of the current task at kskip (stack__take's), standing for us of
- * CPU time: a loop thread's in its iteration, or a GIL holder's for the loop
- * threads waiting on it. The iteration's own age is left in *own (0: no
- * iteration sampled).
+ * A sample of the current task (l: its loop record, if it has one) at kskip
+ * (stack__take's), standing for us of CPU time: a loop thread's in its
+ * iteration, or a GIL holder's for the loop threads waiting on it. The
+ * iteration's own age is left in *own (0: no iteration sampled).
  */
-static __always_inline int sample__take(void *ctx, struct task_struct *task, int kskip,
-					 __u16 us, __u64 *own)
+static __always_inline int sample__take(void *ctx, struct task_struct *task, struct lw_loop *l,
+					 int kskip, __u16 us, __u64 *own)
 {
-	struct lw_loop *l = loop__of(task);
 	struct lw_stack_ref st;
 	__u64 now, runq;
 	__u32 seen, slot;
@@ -118,9 +117,10 @@ static __always_inline int sample__take(void *ctx, struct task_struct *task, int
 SEC("perf_event")
 int loop_sample(struct bpf_perf_event_data *ctx)
 {
+	struct task_struct *task = bpf_get_current_task_btf();
 	__u64 own;
 
-	return sample__take(ctx, bpf_get_current_task_btf(), 0, sample_us, &own);
+	return sample__take(ctx, task, loop__of(task), 0, sample_us, &own);
 }
 
 /*
@@ -142,7 +142,7 @@ static int boost__fire(void *map, __u32 *key, struct boost *b)
 	l = loop__of(task);
 	if (!l || !loop__busy(l) || l->busy_start_ns != b->busy_start_ns)
 		goto stop;
-	sample__take(NULL, task, -1, (__u16)(boost_period_ns / 1000), &own);
+	sample__take(NULL, task, l, -1, (__u16)(boost_period_ns / 1000), &own);
 	bpf_timer_start(&b->timer, boost_period_ns, 0);
 	return 0;
 stop:
@@ -150,28 +150,17 @@ stop:
 	return 0;
 }
 
-/* Is this CPU's boost sampling task's iteration? Then the tick's sample would be a second. */
-static __always_inline bool boost__covers(struct task_struct *task)
+/* Is boost b sampling task's iteration (l: its loop record)? */
+static __always_inline bool boost__covers(const struct boost *b, struct task_struct *task,
+					  const struct lw_loop *l)
 {
-	__u32 cpu = bpf_get_smp_processor_id();
-	struct boost *b = bpf_map_lookup_elem(&boosts, &cpu);
-	struct lw_loop *l;
-
-	if (!b || !b->busy_start_ns || b->tid != task->pid)
-		return false;
-	l = loop__of(task);
-	return l && l->busy_start_ns == b->busy_start_ns;
+	return b->busy_start_ns && b->tid == task->pid && l->busy_start_ns == b->busy_start_ns;
 }
 
 /* From the tick: this CPU's loop thread is a quarter of the way to a stall. */
-static __always_inline void boost__start(struct task_struct *task)
+static __always_inline void boost__start(struct boost *b, struct task_struct *task,
+					 const struct lw_loop *l)
 {
-	__u32 cpu = bpf_get_smp_processor_id();
-	struct lw_loop *l = loop__of(task);
-	struct boost *b = bpf_map_lookup_elem(&boosts, &cpu);
-
-	if (!b || !l || (b->busy_start_ns == l->busy_start_ns && b->tid == task->pid))
-		return;
 	if (!b->ready) {
 		if (bpf_timer_init(&b->timer, &boosts, CLOCK_MONOTONIC))
 			return;
@@ -195,17 +184,25 @@ SEC("tp_btf/hrtimer_expire_entry")
 int BPF_PROG(loop_tick, struct hrtimer *timer)
 {
 	const void *fn = timer->function;
-
 	struct task_struct *task;
+	struct boost *b = NULL;
+	struct lw_loop *l;
+	__u32 cpu;
 	__u64 own;
 
 	if (!fn || (fn != &tick_nohz_handler && fn != &tick_sched_timer))
 		return 0;
 	task = bpf_get_current_task_btf();
-	if (boost_period_ns && boost__covers(task))
-		return 0;
-	sample__take(ctx, task, 0, sample_us, &own);
-	if (boost_period_ns && own >= slow_threshold_ns / 4)
-		boost__start(task);
+	l = loop__of(task);
+	if (boost_period_ns && l) {
+		cpu = bpf_get_smp_processor_id();
+		b = bpf_map_lookup_elem(&boosts, &cpu);
+		/* its own timer samples this iteration: the tick's would be a second */
+		if (b && boost__covers(b, task, l))
+			return 0;
+	}
+	sample__take(ctx, task, l, 0, sample_us, &own);
+	if (b && own >= slow_threshold_ns / 4)
+		boost__start(b, task, l);
 	return 0;
 }

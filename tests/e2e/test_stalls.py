@@ -206,7 +206,7 @@ def test_each_cause_is_a_stall_with_the_right_breakdown_and_stack(ctx):
                   [b["stack"][0]["func"] for b in blocks
                    if b["stack"] and b["stack"][0].get("kind") == "kernel"]
     assert kernel_tops and not [f for f in kernel_tops if f.startswith("bpf_")], kernel_tops
-    # and a CPU sample's has none of the timer interrupt it was taken in (the tick's)
+    # and a CPU sample's has none of the timer interrupt it was taken in
     irq = [f["func"] for s in stalls for st in s["stacks"] if st["cause"] == "cpu"
            for f in st["frames"] if f.get("kind") == "kernel" and f["func"] in TICK_FRAMES]
     assert not irq, irq
@@ -318,9 +318,10 @@ def test_stop_and_continue_is_not_a_stall(ctx):
 def test_a_cpu_stall_holds_samples_at_a_slow_tick(ctx):
     """--sample-hz tick: CPU samples ride the scheduler tick, 4 ms apart at Debian's HZ
     250; an iteration the tick finds a quarter of the way to the threshold is then sampled
-    every ~1 ms by a timer of its own (bpf/sample.bpf.c). Each ~25 ms spin, by the workload's own on-CPU
-    time: at least 5 samples and half a sample a ms once the timer may have started
-    (the tick alone gives a quarter), and at most one a ms plus the tick's."""
+    every ~1 ms by a timer of its own (bpf/sample.bpf.c). Each ~25 ms spin, by the
+    workload's own on-CPU time: at least 5 samples and half a sample a ms once the timer
+    may have started (the tick alone gives a quarter), and at most one a ms plus the
+    tick's."""
     # the coarse clock (6: Python names it not) moves once a tick: its resolution is 1/HZ
     tick_ms = time.clock_getres(CLOCK_MONOTONIC_COARSE) * 1e3
     truth, lines = run_stallwork(ctx, "cpu", 6, "--sample-hz", "tick")
@@ -335,7 +336,8 @@ def test_a_cpu_stall_holds_samples_at_a_slow_tick(ctx):
         seen.append((round(oncpu, 1), samples))
         # a spin starved by a loaded host has fewer ms on CPU to sample
         if oncpu >= 15:
-            assert samples >= max(5, 0.5 * (oncpu - tick_ms - THRESHOLD_MS / 4)), (tick_ms, seen)
+            assert samples >= max(5, 0.5 * (oncpu - tick_ms - THRESHOLD_MS / 4)), \
+                (tick_ms, seen)
         assert samples <= (1 + 1 / tick_ms) * (oncpu + record["edges_ms"]) + 2, (tick_ms, seen)
     print("tick %.1f ms; (ms on CPU, samples) of each spin: %s" % (tick_ms, seen))
     assert len([s for s in seen if s[0] >= 15]) >= 3, seen

@@ -85,8 +85,9 @@ def case_hooks(ctx):
 def case_stalls(ctx):
     """A CPU spin and a sleep, three times each: every iteration over the threshold by
     the workload's measure is a stall of about its length, each injecting function is
-    in the stacks of its stall or of its blocking call, and each spin has CPU samples. (No fsync: the guest's /var
-    is a tmpfs, where it never blocks.) "About": up to its edges more, which under TCG
+    in the stacks of its stall or of its blocking call, and each spin has CPU samples.
+    (No fsync: the guest's /var is a tmpfs, where it never blocks.) "About": up to its
+    edges more, which under TCG
     are milliseconds on CPU at times (stallwork measures them, groundtruth.h)."""
     kinds = ("cpu", "sleep")
     truth, lines = run_stallwork(ctx, ",".join(kinds), 3)
@@ -148,7 +149,7 @@ def check_stalls(truth, records, lines, kinds):
                 names |= frame_names(blk["stack"])
         if func in names:
             found.add(r["kind"])
-        # a spin's CPU samples, at this kernel's tick (bpf/sample.bpf.c)
+        # a spin's CPU samples (bpf/sample.bpf.c)
         if r["kind"] == "cpu":
             assert any(st["cause"] == "cpu" and st["samples"] > 0 for st in s["stacks"]), \
                 "no CPU sample in a %.2f ms spin: %s" % (r["busy_ms"], s["stacks"])

@@ -323,7 +323,7 @@ struct collector *collector__open(const struct collector_opts *opts, char *err, 
 	struct collector *c;
 	struct stat st;
 	bool tick;
-	int ret;
+	int ncpus, ret;
 
 	libbpf_verbose = opts->verbose;
 	libbpf_set_print(libbpf__print);
@@ -379,14 +379,12 @@ struct collector *collector__open(const struct collector_opts *opts, char *err, 
 	/* what this kernel lacks is done another way (bpf/features.bpf.h) */
 	c->skel->rodata->have_bpf_loop = c->features.bpf_loop;
 	c->skel->rodata->have_percpu_lookup = c->features.percpu_lookup;
-	ret = c->features.percpu_lookup ? 1 : libbpf_num_possible_cpus();
-	if (ret > 0)
-		ret = bpf_map__set_max_entries(c->skel->maps.cpu_waits_shared, (__u32)ret);
-	if (!ret && tick) {
-		ret = libbpf_num_possible_cpus();
-		if (ret > 0)
-			ret = bpf_map__set_max_entries(c->skel->maps.boosts, (__u32)ret);
-	}
+	ncpus = libbpf_num_possible_cpus();
+	ret = ncpus > 0 ? 0 : ncpus ?: -ENODEV;
+	if (!ret && !c->features.percpu_lookup)
+		ret = bpf_map__set_max_entries(c->skel->maps.cpu_waits_shared, (__u32)ncpus);
+	if (!ret && tick)
+		ret = bpf_map__set_max_entries(c->skel->maps.boosts, (__u32)ncpus);
 	if (ret) {
 		snprintf(err, errlen, "cannot size the CPUs' tables: %s", strerror(-ret));
 		goto fail;

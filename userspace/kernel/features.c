@@ -11,6 +11,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include "kernel/features.h"
+#include "proc/procs.h"
 
 /*
  * What bpf/ uses that not every kernel has, oldest first. Without one that
@@ -185,8 +186,6 @@ static bool tick__usable(long *tick_ns, char *why, size_t whylen)
 	static const char *const names[] = { "tick_nohz_handler", "tick_sched_timer" };
 	struct timespec res;
 	struct btf *vmlinux;
-	char restrict_[8] = "";
-	FILE *f;
 	int id = -1;
 
 	if (feature__pretend_absent("tick")) {
@@ -203,13 +202,7 @@ static bool tick__usable(long *tick_ns, char *why, size_t whylen)
 		return false;
 	}
 	*tick_ns = res.tv_nsec;
-	f = fopen("/proc/sys/kernel/kptr_restrict", "r");
-	if (f) {
-		if (!fgets(restrict_, sizeof(restrict_), f))
-			restrict_[0] = 0;
-		fclose(f);
-	}
-	if (restrict_[0] == '2') {
+	if (procs__kptr_restrict() == 2) {
 		snprintf(why, whylen, "kernel addresses hidden: kptr_restrict 2");
 		return false;
 	}

@@ -841,3 +841,13 @@ char *procs__read_kallsyms(size_t max, size_t *len)
 {
 	return file__read_all("/proc/kallsyms", max, len);
 }
+
+int procs__kptr_restrict(void)
+{
+	size_t len;
+	char *text = file__read_all("/proc/sys/kernel/kptr_restrict", 64, &len);
+	int v = text && len && text[0] >= '0' && text[0] <= '9' ? text[0] - '0' : -1;
+
+	free(text);
+	return v;
+}

@@ -123,6 +123,8 @@ size_t procs__waiting(int *pids, size_t max, bool (*wanted)(const char *comm, vo
 int procs__tgid(int tid);
 /* /proc/kallsyms' text (malloc'ed, NUL-terminated), at most max bytes; NULL if unreadable */
 char *procs__read_kallsyms(size_t max, size_t *len);
+/* kernel.kptr_restrict (2: kallsyms' addresses hidden even from root); -1 if unreadable */
+int procs__kptr_restrict(void);
 /*
  * Turn an O_PATH fd into a readable one, only for a regular file of at least
  * one byte; closes pfd. -1 if not.
