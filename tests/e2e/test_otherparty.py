@@ -140,8 +140,9 @@ def test_neighbour_named_when_it_held_the_cpu(ctx):
     """A loop pinned to a CPU (3 ms of work every 5 ms) and a thread named hog pinned
     beside it that takes the CPU at SCHED_FIFO for 25 ms every 100 ms, no quota: the
     run-queue stalls of 20 ms or more name the hog first (at least 90 % of them), by its
-    thread id, with at most the burst's own length and at least 80 % of it in the
-    median; --report lists the hog first among those that held the loop's CPU."""
+    thread id, with at most the loop's own longest wait for its CPU (its schedstat) and
+    at least 80 % of the burst in the median;
+    --report lists the hog first among those that held the loop's CPU."""
     burst_ms = 25
     report = tmpfile(".md")
     truth, lines = run_hogwork(ctx, 5, "--report", report, hog_nice=0,
@@ -163,8 +164,12 @@ def test_neighbour_named_when_it_held_the_cpu(ctx):
     held = sorted(n["ms"] for s in named for n in s["neighbours"]
                   if n["tid"] == truth["hog_tid"])
     assert len(held) == len(named), "the hog missing from a named stall's neighbours"
-    assert held[-1] <= burst_ms * 1.05 + 0.5, "the hog held the CPU %.1f ms of a %d ms " \
-        "burst" % (held[-1], burst_ms)
+    # the hog held the CPU while the loop waited for it: never longer than the loop's
+    # longest wait for its CPU (its schedstat), whatever the hog's edges or the host's
+    # steal took; 0.1 ms for the scheduler's clock beside loopwatch's
+    longest_ms = truth["runq_max_ns"] / 1e6
+    assert held[-1] <= longest_ms + 0.1, "the hog held the CPU %.1f ms; the loop's " \
+        "longest wait for it was %.1f ms" % (held[-1], longest_ms)
     assert held[len(held) // 2] >= 0.8 * burst_ms, held
     for s in named:
         assert all(n["comm"] and n["tid"] > 0 for n in s["neighbours"]), s["neighbours"]

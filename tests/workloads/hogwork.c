@@ -3,7 +3,9 @@
  * A light epoll loop (1 ms of CPU on a 5 ms timer) and a thread named "hog"
  * that never sleeps, both pinned to one CPU: whatever delays the loop is the
  * hog, or the CPU quota of the cgroup the test put the process in. Ground
- * truth: the loop's iterations, its own run-queue time (schedstat), and its
+ * truth: the loop's iterations, its own run-queue time (schedstat) in all and
+ * the longest between two returns of its wait (a wait for the CPU lands in
+ * schedstat whole, at the switch-in that ends it), and its
  * cpu cgroup's cpu.stat (cgroup v1 cpu controller, or v2) read just before
  * the hog starts and just after the loop's last iteration ended.
  *
@@ -123,12 +125,12 @@ static void cpu_stat__read(const char *dir, struct cpu_stat *s)
 
 int main(int argc, char **argv)
 {
-	struct sched_truth t0, t1;
+	struct sched_truth t0, t1, last, now;
 	struct cpu_stat s0, s1;
 	struct epoll_event ev;
 	char dir[560] = "";
 	int ep, tfd, sfd, iterations = 0, busy_ms = 1;
-	uint64_t start, end;
+	uint64_t start, end, runq_max = 0;
 	double wall;
 	pthread_t hog;
 	FILE *f;
@@ -158,12 +160,17 @@ int main(int argc, char **argv)
 	cgroup__cpu_dir(dir, sizeof(dir));
 	cpu_stat__read(dir, &s0);
 	sched_truth__read(sfd, &t0);
+	last = t0;
 	pthread_create(&hog, NULL, hog__run, NULL);
 	start = now_ns();
 	end = start + (uint64_t)(atof(argv[2]) * 1e9);
 	while (now_ns() < end) {
 		if (!ticker__next(ep, tfd, &wall))
 			break;
+		sched_truth__read(sfd, &now);
+		if (now.runq_ns - last.runq_ns > runq_max)
+			runq_max = now.runq_ns - last.runq_ns;
+		last = now;
 		spin_ns((uint64_t)busy_ms * 1000000);
 		iterations++;
 	}
@@ -171,6 +178,8 @@ int main(int argc, char **argv)
 	epoll_wait(ep, &ev, 1, 0);
 	cpu_stat__read(dir, &s1);
 	sched_truth__read(sfd, &t1);
+	if (t1.runq_ns - last.runq_ns > runq_max)
+		runq_max = t1.runq_ns - last.runq_ns;
 	hog_stop = true;
 	pthread_join(hog, NULL);
 	f = fopen(argv[1], "w");
@@ -179,9 +188,10 @@ int main(int argc, char **argv)
 	fprintf(f,
 		"{\"pid\":%d,\"tid\":%ld,\"hog_tid\":%ld,\"cgroup_dir\":\"%s\","
 		"\"iterations\":%d,\"runq_ns\":%llu,\"nr_periods\":%llu,\"nr_throttled\":%llu,"
-		"\"throttled_ns\":%llu,\"hog_bursts\":%d}\n",
+		"\"throttled_ns\":%llu,\"hog_bursts\":%d,\"runq_max_ns\":%llu}\n",
 		getpid(), syscall(SYS_gettid), hog_tid, dir, iterations,
 		(unsigned long long)(t1.runq_ns - t0.runq_ns), s1.nr_periods - s0.nr_periods,
-		s1.nr_throttled - s0.nr_throttled, s1.throttled_ns - s0.throttled_ns, hog_bursts);
+		s1.nr_throttled - s0.nr_throttled, s1.throttled_ns - s0.throttled_ns, hog_bursts,
+		(unsigned long long)runq_max);
 	return fclose(f) ? 1 : 0;
 }
