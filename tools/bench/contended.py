@@ -7,9 +7,12 @@ Each service runs unpinned beside its load generator (both float over every CPU)
   aiohttp    Debian's python3 + aiohttp, GET /ping under wrk -t1 -c16
   memcached  memcached -t 2, sets from memcslap --concurrency=16
   node       Debian's node http server, GET /ping under wrk -t1 -c16
-Per round, three configurations, their order rotating: untraced, the floor (empty
-programs on loopwatch's hooks, tools/bench/floor) and loopwatch system-wide with its
-defaults. Each is started, the load runs WARM_S (the tracer's setup of the processes
+Per round, five configurations (three with --modes default), their order rotating:
+untraced, and two pairs of the floor (empty programs on loopwatch's hooks,
+tools/bench/floor) beside loopwatch system-wide: with its defaults (CPU samples from
+perf's cpu-clock at 997 Hz, the floor's too), and with --sample-hz tick (samples at the
+scheduler tick; the floor's -F 0 hooks the tick's timer expiries as loopwatch does).
+Each is started, the load runs WARM_S (the tracer's setup of the processes
 stays out), then MEASURE_S measured: requests per second, and the tracer's programs'
 run time (bpf_stats, through our own BPF_ENABLE_STATS descriptor) per request -- every
 program, every CPU, every process (the load generator's and other tenants' calls too:
@@ -41,8 +44,10 @@ Throughput (and CPU per request) against the target is then
   not resolvable     otherwise: the interval spans 0.99 (it is printed, with the floor's
                      ratio to untraced beside it), or too few rounds to hold it.
 The BPF verdict stays the median over the floor <= 1000 ns, its interval beside it.
+Each loopwatch is judged against the floor of its own sampling.
 
 Usage: contended.py --loopwatch PATH --bin DIR [--rounds N] [--seconds S] [--services a,b]
+                    [--modes default,tick]
 """
 import argparse
 import math
@@ -231,12 +236,27 @@ def services(names):
     return [made[n]() for n in names]
 
 
+# each sampling mode: (loopwatch's configuration, the floor's beside it, their arguments)
+MODES = {
+    "default": ("loopwatch", "floor", [], []),
+    "tick": ("loopwatch-tick", "floor-tick", ["--sample-hz", "tick"], ["-F", "0"]),
+}
+
+
 def tracer(config, args):
-    if config == "floor":
-        return bpfstats.Tracer([os.path.join(args.bin, "floor"), "-d", "600"])
-    if config == "loopwatch":
-        return bpfstats.Tracer([args.loopwatch, "--json", "-d", "600"])
+    for lw, floor, lw_args, floor_args in MODES.values():
+        if config == floor:
+            return bpfstats.Tracer([os.path.join(args.bin, "floor"), "-d", "600"] + floor_args)
+        if config == lw:
+            return bpfstats.Tracer([args.loopwatch, "--json", "-d", "600"] + lw_args)
     return None
+
+
+def tick__fallback(args):
+    """loopwatch's line saying why it samples at 997 Hz where asked for the tick, or None."""
+    p = subprocess.run([args.loopwatch, "--sample-hz", "tick", "-d", "0.5"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return next((ln for ln in p.stderr.splitlines() if "not the scheduler tick" in ln), None)
 
 
 def measure(service, config, args):
@@ -259,7 +279,8 @@ def measure(service, config, args):
 
 
 def run_service(service, args, out):
-    configs = ["none", "floor", "loopwatch"]
+    pairs = [MODES[m][:2] for m in args.modes]
+    configs = ["none"] + [c for pair in pairs for c in reversed(pair)]
     rows = {c: [] for c in configs}
     service.start()
     try:
@@ -272,21 +293,22 @@ def run_service(service, args, out):
     finally:
         service.stop()
     res = {}
-    # loopwatch's BPF time over the floor's, round by round: what its own code costs
-    over = [sum(lw[1].values()) - sum(fl[1].values())
-            for lw, fl in zip(rows["loopwatch"], rows["floor"])]
-    res["over_floor"] = median(over)
-    res["over"] = over
-    # loopwatch over the floor of the same round: throughput, and CPU per request the
-    # other way up (the floor's over loopwatch's), so that above 1 is loopwatch cheaper
-    res["paired_rps"] = [lw[0] / fl[0] for lw, fl in zip(rows["loopwatch"], rows["floor"])]
-    res["paired_cpu"] = [fl[3] / lw[3] for lw, fl in zip(rows["loopwatch"], rows["floor"])
-                         if lw[3] > 0]
+    for lw, floor in pairs:
+        # loopwatch's BPF time over the floor's, round by round: what its own code costs
+        over = [sum(x[1].values()) - sum(f[1].values()) for x, f in zip(rows[lw], rows[floor])]
+        # loopwatch over the floor of the same round: throughput, and CPU per request the
+        # other way up (the floor's over loopwatch's), so that above 1 is loopwatch cheaper
+        res[lw, floor] = {
+            "over": over,
+            "over_floor": median(over),
+            "paired_rps": [x[0] / f[0] for x, f in zip(rows[lw], rows[floor])],
+            "paired_cpu": [f[3] / x[3] for x, f in zip(rows[lw], rows[floor]) if x[3] > 0],
+        }
     out.append("%s, %s; service and load generator unpinned on %d CPUs, %.0f s a "
                "measurement, %d interleaved rounds:" % (service.name, service.describe(),
                                                         os.cpu_count(), args.seconds,
                                                         args.rounds))
-    out.append("  %-10s | %-22s | %-22s | %-18s | %s" % (
+    out.append("  %-14s | %-22s | %-22s | %-18s | %s" % (
         "config", "requests/s (range)", "ratio to untraced", "BPF ns/request",
         "CPU us/request, untraced's over it"))
     for c in configs:
@@ -296,17 +318,18 @@ def run_service(service, args, out):
         cpu = [x[3] for x in rows[c]]
         cpu_ratios = [n[3] / x[3] for x, n in zip(rows[c], rows["none"]) if x[3] > 0]
         res[c] = (median(ratios), median(bpf), median(cpu_ratios))
-        out.append("  %-10s | %8.0f %-13s | %6.3f %-15s | %-18s | %5.1f: %.3f (%s)" % (
+        out.append("  %-14s | %8.0f %-13s | %6.3f %-15s | %-18s | %5.1f: %.3f (%s)" % (
             c, median(rps), spread(rps, "%.0f"), median(ratios), spread(ratios, "%.3f"),
             "-" if c == "none" else "%.0f (%s)" % (median(bpf), spread(bpf, "%.0f")),
             median(cpu), median(cpu_ratios), spread(cpu_ratios, "%.3f")))
-    out.append("  loopwatch's BPF time over the floor's: %.0f ns a request (%s)" % (
-        median(over), spread(over, "%.0f")))
-    out.append("  loopwatch over the floor of the same round: requests/s %s" % summary(
-        res["paired_rps"], "%.3f"))
-    out.append("    CPU per request, the floor's over loopwatch's %s" % summary(
-        res["paired_cpu"], "%.3f"))
-    for c in ("floor", "loopwatch"):
+    for (lw, floor), r in res.items():
+        out.append("  %s's BPF time over %s's: %.0f ns a request (%s)" % (
+            lw, floor, r["over_floor"], spread(r["over"], "%.0f")))
+        out.append("  %s over %s of the same round: requests/s %s" % (
+            lw, floor, summary(r["paired_rps"], "%.3f")))
+        out.append("    CPU per request, %s's over %s's %s" % (
+            floor, lw, summary(r["paired_cpu"], "%.3f")))
+    for c in configs[1:]:
         by_program(c, rows[c], out)
     return res
 
@@ -384,11 +407,22 @@ def main():
     ap.add_argument("--seconds", type=float, default=4.0)
     ap.add_argument("--services", default="aiohttp,memcached,node")
     ap.add_argument("--no-bystander", action="store_true")
+    ap.add_argument("--modes", default="default,tick",
+                    help="sampling modes, each beside its own floor: default, tick")
     args = ap.parse_args()
+    args.modes = args.modes.split(",")
+    if not args.modes or any(m not in MODES for m in args.modes):
+        sys.exit("contended.py: --modes: some of %s" % ",".join(MODES))
     if os.geteuid() != 0:
         sys.exit("contended.py: needs root (bpf_stats, tracing)")
     bpfstats.enable()
     out, results = [], {}
+    if "tick" in args.modes:
+        why = tick__fallback(args)
+        if why:
+            out.append("NOTE: --sample-hz tick is not the tick on this kernel, so its pair "
+                       "measures the 997 Hz fallback: %s" % why)
+            out.append("")
     for s in services(args.services.split(",")):
         results[s.name] = run_service(s, args, out)
         out.append("")
@@ -406,21 +440,24 @@ def main():
                "lies below %.2f, otherwise not resolvable at this noise)" % (
                    TARGET_PAIRED, TARGET_RATIO, 100 * LEVEL, TARGET_PAIRED))
     for name, res in results.items():
-        ratio, bpf, cpu_ratio = res["loopwatch"]
-        floor_ratio, floor_bpf, floor_cpu = res["floor"]
-        v_rps = verdict(res["paired_rps"], ratio, floor_ratio)
-        v_cpu = verdict(res["paired_cpu"], cpu_ratio, floor_cpu)
-        v_bpf = "met" if res["over_floor"] <= TARGET_BPF_NS else "MISSED"
-        out.append("  %-10s BPF %5.0f ns/request (floor %4.0f, over it %4.0f: %s)  throughput "
-                   "%.3f (floor %.3f): %s  by CPU per request %.3f (floor %.3f): %s" % (
-                       name, bpf, floor_bpf, res["over_floor"], v_bpf, ratio, floor_ratio,
-                       short(v_rps), cpu_ratio, floor_cpu, short(v_cpu)))
-        out.append("  %-10s   paired, loopwatch over the floor: throughput %s: %s" % (
-            "", summary(res["paired_rps"], "%.3f"), v_rps))
-        out.append("  %-10s   by CPU per request %s: %s" % (
-            "", summary(res["paired_cpu"], "%.3f"), v_cpu))
-        out.append("  %-10s   BPF over the floor, ns a request, %s: %s" % (
-            "", summary(res["over"], "%.0f"), v_bpf))
+        for (lw, floor) in [MODES[m][:2] for m in args.modes]:
+            ratio, bpf, cpu_ratio = res[lw]
+            floor_ratio, floor_bpf, floor_cpu = res[floor]
+            r = res[lw, floor]
+            v_rps = verdict(r["paired_rps"], ratio, floor_ratio)
+            v_cpu = verdict(r["paired_cpu"], cpu_ratio, floor_cpu)
+            v_bpf = "met" if r["over_floor"] <= TARGET_BPF_NS else "MISSED"
+            out.append("  %-10s %-14s BPF %5.0f ns/request (floor %4.0f, over it %4.0f: %s)  "
+                       "throughput %.3f (floor %.3f): %s  by CPU per request %.3f "
+                       "(floor %.3f): %s" % (
+                           name, lw, bpf, floor_bpf, r["over_floor"], v_bpf, ratio,
+                           floor_ratio, short(v_rps), cpu_ratio, floor_cpu, short(v_cpu)))
+            out.append("  %-25s paired, over %s: throughput %s: %s" % (
+                "", floor, summary(r["paired_rps"], "%.3f"), v_rps))
+            out.append("  %-25s by CPU per request %s: %s" % (
+                "", summary(r["paired_cpu"], "%.3f"), v_cpu))
+            out.append("  %-25s BPF over the floor, ns a request, %s: %s" % (
+                "", summary(r["over"], "%.0f"), v_bpf))
     print("\n".join(out))
 
 
