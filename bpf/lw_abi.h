@@ -236,7 +236,8 @@ struct lw_iter {
 	struct lw_stack_ref samples[LW_ITER_SAMPLES];
 	/*
 	 * The CPU time each kept sample stands for, in us: the interval it was
-	 * taken at (the tick's, the boost timer's, perf's: bpf/sample.bpf.c).
+	 * taken at (the tick's, the boost timer's, perf's), less where another
+	 * sampler takes over (bpf/sample.bpf.h).
 	 */
 	__u16 sample_us[LW_ITER_SAMPLES];
 	struct lw_syscall_sum syscalls[LW_ITER_SYSCALLS];

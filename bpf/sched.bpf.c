@@ -9,7 +9,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
-#include "iteration.bpf.h"
+#include "sample.bpf.h"
 #include "fd.bpf.h"
 
 /* sleeps of one invocation (fsync waits on several I/Os) are this close */
@@ -134,6 +134,45 @@ static __always_inline void loop__switch_out(void *ctx, struct lw_loop *l,
 		loop__walk_preempted(ctx, l, prev);
 }
 
+/*
+ * With samples at a slow tick (--sample-hz tick, HZ 250), the boost follows
+ * its thread (bpf/sample.bpf.c): back on a CPU inside an iteration past the
+ * sampling gate, it is sampled every boost_period_ns again from here, not
+ * from the next tick, 4 ms away, after which its last millisecond before a
+ * wait call would go unsampled. Its first sample comes at a random point of
+ * the first period, as a free-running clock's would: at a fixed delay after
+ * every switch-in, a call of 5 ms after a sleep held 4 samples of 1 ms
+ * each, never 5. A long wait for a CPU (an eighth of the slow threshold)
+ * still owed its stack gets a sample 50 us after this switch, where the
+ * thread resumed, as a 997 Hz sample would: sooner, it is often still in the
+ * libc wrapper of the syscall it was preempted in, which has no frame
+ * pointers to walk from (the stack came out [unknown] in 3 of 3).
+ */
+#define LW_BOOST_RESUMED_NS 50000
+
+static __always_inline void boost__follow(struct lw_loop *l, struct task_struct *next,
+					  __u64 now, bool owed)
+{
+	struct boost *b;
+	__u32 cpu;
+
+	if (!boost_period_ns)
+		return;
+	if (now - l->busy_start_ns < sample_gate_ns + l->iter.runq_ns &&
+	    !(owed && runq__walk_wanted(l, now)))
+		return;
+	cpu = bpf_get_smp_processor_id();
+	b = bpf_map_lookup_elem(&boosts, &cpu);
+	if (!b || !boost__ready(b))
+		return;
+	if (owed)
+		boost__start(b, next->pid, l, LW_BOOST_RESUMED_NS,
+			     (__u16)((LW_BOOST_RESUMED_NS + boost_period_ns / 2) / 1000));
+	else
+		boost__start(b, next->pid, l, 1000 + bpf_get_prandom_u32() % boost_period_ns,
+			     (__u16)(boost_period_ns / 1000));
+}
+
 static __always_inline void loop__switch_in(struct lw_loop *l, struct task_struct *next,
 					    __u64 now)
 {
@@ -147,6 +186,7 @@ static __always_inline void loop__switch_in(struct lw_loop *l, struct task_struc
 		if (l->block.start_ns)
 			l->block.last_in_ns = now;
 		l->off_ns = 0;
+		boost__follow(l, next, now, false);
 		return;
 	}
 	l->iter.runq_ns += now - l->off_ns;
@@ -174,6 +214,7 @@ static __always_inline void loop__switch_in(struct lw_loop *l, struct task_struc
 				     l->last_walk_busy_ns == l->busy_start_ns ? &l->last_walk : &none);
 		}
 	}
+	boost__follow(l, next, now, l->runq_walk_owed && now - l->off_ns >= slow_threshold_ns / 8);
 	l->off_ns = 0;
 }
 

@@ -73,9 +73,9 @@ const struct opt_doc opt_docs[] = {
 	  "interrupts exits to the hypervisor (~5 us of CPU a request for a saturated aiohttp, "
 	  "docs/cost.md). tick takes the samples at the interrupts the scheduler tick makes "
 	  "anyway, HZ a second on a busy CPU (250 on Debian's kernels, 1000 on Ubuntu's and "
-	  "Fedora's); where that is slower than 1 ms, an iteration the tick finds a quarter of "
-	  "the way to the threshold is sampled every ~1 ms from then on: ~20 samples in a 25 ms "
-	  "stall, fewer early in it (docs/limits.md)." },
+	  "Fedora's); where that is slower than 1 ms, an iteration the tick finds 1/16 of the "
+	  "way to the threshold is sampled every ~1 ms from then on, also after it leaves the CPU "
+	  "and comes back: ~20 samples in a 25 ms stall, none in its first tick (docs/limits.md)." },
 	{ NULL, OPT_NO_NESTED_WAITS, "no-nested-waits", 0, NULL,
 	  "every wait call ends an iteration, also one made from inside a handler (a socket "
 	  "timeout's poll, a second loop)",

@@ -222,6 +222,20 @@ def test_each_cause_is_a_stall_with_the_right_breakdown_and_stack(ctx):
     assert abs(s["oncpu_ms"] + s["blocked_ms"] + s["runq_ms"] - s["busy_ms"]) < 0.01, s
 
 
+def test_a_wait_for_a_cpu_has_its_stack_at_a_slow_tick(ctx):
+    """--sample-hz tick: a stall's wait for a CPU is named by the stack the thread waited
+    in, though the thread resumes and ends its iteration within a tick: a timer sample
+    right after its switch-in takes it (bpf/sched.bpf.c). In at least one of three
+    repeats, as at 997 Hz (test_each_cause_is_a_stall_with_the_right_breakdown_and_stack
+    says why not every one); without that sample, none of three had it."""
+    truth, lines = run_stallwork(ctx, "runq", 3, "--sample-hz", "tick")
+    stalls = sorted(of_type(lines, "stall", pid=truth["pid"]), key=lambda s: s["ts"])
+    pairs = match_stalls(with_edges(truth), stalls, THRESHOLD_MS, truth)
+    found = [(check_kind("runq", record, stall, [])["stacks"], stall["top"])
+             for record, stall in pairs if record["kind"] == "runq"]
+    assert len(found) == 3 and any(ok for ok, _ in found), found
+
+
 def test_no_stall_under_the_threshold(ctx):
     """2 ms iterations are no stalls, unless the workload itself saw one take longer
     (a loaded host): exactly those are."""
@@ -317,8 +331,8 @@ def test_stop_and_continue_is_not_a_stall(ctx):
 
 def test_a_cpu_stall_holds_samples_at_a_slow_tick(ctx):
     """--sample-hz tick: CPU samples ride the scheduler tick, 4 ms apart at Debian's HZ
-    250; an iteration the tick finds a quarter of the way to the threshold is then sampled
-    every ~1 ms by a timer of its own (bpf/sample.bpf.c). Each ~25 ms spin, by the
+    250; an iteration the tick finds past the sampling gate (1/16 of the threshold) is then
+    sampled every ~1 ms by a timer of its own (bpf/sample.bpf.c). Each ~25 ms spin, by the
     workload's own on-CPU time: at least 5 samples and half a sample a ms once the timer
     may have started (the tick alone gives a quarter), and at most one a ms plus the
     tick's."""
@@ -336,7 +350,7 @@ def test_a_cpu_stall_holds_samples_at_a_slow_tick(ctx):
         seen.append((round(oncpu, 1), samples))
         # a spin starved by a loaded host has fewer ms on CPU to sample
         if oncpu >= 15:
-            assert samples >= max(5, 0.5 * (oncpu - tick_ms - THRESHOLD_MS / 4)), \
+            assert samples >= max(5, 0.5 * (oncpu - tick_ms - THRESHOLD_MS / 16)), \
                 (tick_ms, seen)
         assert samples <= (1 + 1 / tick_ms) * (oncpu + record["edges_ms"]) + 2, (tick_ms, seen)
     print("tick %.1f ms; (ms on CPU, samples) of each spin: %s" % (tick_ms, seen))
