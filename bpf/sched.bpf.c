@@ -143,12 +143,11 @@ static __always_inline void loop__switch_out(void *ctx, struct lw_loop *l,
  * the first period, as a free-running clock's would: at a fixed delay after
  * every switch-in, a call of 5 ms after a sleep held 4 samples of 1 ms
  * each, never 5. A long wait for a CPU (an eighth of the slow threshold)
- * still owed its stack gets a sample 50 us after this switch, where the
- * thread resumed, as a 997 Hz sample would: sooner, it is often still in the
- * libc wrapper of the syscall it was preempted in, which has no frame
- * pointers to walk from (the stack came out [unknown] in 3 of 3).
+ * still owed its stack gets a sample right after this switch: the timer
+ * fires once the switch is done, and the thread's user registers are still
+ * those its preemption saved.
  */
-#define LW_BOOST_RESUMED_NS 50000
+#define LW_BOOST_RESUMED_NS 1000
 
 static __always_inline void boost__follow(struct lw_loop *l, struct task_struct *next,
 					  __u64 now, bool owed)

@@ -225,15 +225,16 @@ def test_each_cause_is_a_stall_with_the_right_breakdown_and_stack(ctx):
 def test_a_wait_for_a_cpu_has_its_stack_at_a_slow_tick(ctx):
     """--sample-hz tick: a stall's wait for a CPU is named by the stack the thread waited
     in, though the thread resumes and ends its iteration within a tick: a timer sample
-    right after its switch-in takes it (bpf/sched.bpf.c). In at least one of three
-    repeats, as at 997 Hz (test_each_cause_is_a_stall_with_the_right_breakdown_and_stack
-    says why not every one); without that sample, none of three had it."""
+    right after its switch-in takes it (bpf/sched.bpf.c). In at least two of three
+    repeats (seen: 3 of 3 in 8 runs; a walk from inside libc's write wrapper can fail,
+    test_each_cause_is_a_stall_with_the_right_breakdown_and_stack says why); left to the
+    next tick, 6 of 9 runs had it in none."""
     truth, lines = run_stallwork(ctx, "runq", 3, "--sample-hz", "tick")
     stalls = sorted(of_type(lines, "stall", pid=truth["pid"]), key=lambda s: s["ts"])
     pairs = match_stalls(with_edges(truth), stalls, THRESHOLD_MS, truth)
     found = [(check_kind("runq", record, stall, [])["stacks"], stall["top"])
              for record, stall in pairs if record["kind"] == "runq"]
-    assert len(found) == 3 and any(ok for ok, _ in found), found
+    assert len(found) == 3 and sum(ok for ok, _ in found) >= 2, found
 
 
 def test_no_stall_under_the_threshold(ctx):
