@@ -322,7 +322,8 @@ def run_service(service, args, out):
             c, median(rps), spread(rps, "%.0f"), median(ratios), spread(ratios, "%.3f"),
             "-" if c == "none" else "%.0f (%s)" % (median(bpf), spread(bpf, "%.0f")),
             median(cpu), median(cpu_ratios), spread(cpu_ratios, "%.3f")))
-    for (lw, floor), r in res.items():
+    for lw, floor in pairs:
+        r = res[lw, floor]
         out.append("  %s's BPF time over %s's: %.0f ns a request (%s)" % (
             lw, floor, r["over_floor"], spread(r["over"], "%.0f")))
         out.append("  %s over %s of the same round: requests/s %s" % (
