@@ -6,7 +6,7 @@ takes tens of microseconds more than on hardware and a vCPU is taken away at wil
 durations get 10 % + 2 ms where tests/e2e allows 3 % + 0.3 ms; what is counted
 (iterations, stalls, which functions are in the stacks) stays exact.
 
-usage: core.py BUILD [CASE...]   (cases: loop, stalls, prom, hooks; default all)
+usage: core.py BUILD [CASE...]   (cases: loop, stalls, tick, prom, hooks; default all)
 Prints "PASS kernel.CASE (Ns)" or "FAIL kernel.CASE (Ns)" and the reason, as run.py.
 """
 import os
@@ -18,7 +18,7 @@ import traceback
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 
-from lwtest import Workload, iteration_bounds, load_truth, nearest_rank, of_type, tmpfile  # noqa: E402,E501
+from lwtest import Workload, iteration_bounds, load_truth, nearest_rank, of_type, run_traced, tmpfile  # noqa: E402,E501
 from test_features import FENTRY, FENTRY_PROGS, TRACEPOINT_PROGS, run_hooks_case  # noqa: E402,E501
 from test_loop import run_loopwork  # noqa: E402
 from test_prom import PromLoopwatch, one, read_metrics  # noqa: E402
@@ -107,6 +107,22 @@ def case_stalls(ctx):
         raise
 
 
+def case_tick(ctx):
+    """--sample-hz tick: three CPU spins are stalls of about their length, with their
+    function and CPU samples in their stacks: from the tick and its ~1 ms timer where the
+    guest's tick is an hrtimer, else from perf at 997 Hz after a line saying why. Every
+    case loads the switch's program, which restarts that timer (bpf/sched.bpf.c); this
+    one runs it."""
+    out = tmpfile()
+    _, lines, stderr = run_traced(ctx, [ctx.workload("stallwork"), out, "cpu", "3", "--go"],
+                                  "--threshold", THRESHOLD_MS, "--sample-hz", "tick",
+                                  with_stderr=True)
+    truth = load_truth(out)
+    check_stalls(truth, with_edges(truth), lines, ("cpu",))
+    fell_back = [ln for ln in stderr.splitlines() if "not the scheduler tick" in ln]
+    print("  samples: %s" % (fell_back[0] if fell_back else "at the tick"))
+
+
 def check_stalls(truth, records, lines, kinds):
     stalls = of_type(lines, "stall", pid=truth["pid"])
     blocks = of_type(lines, "blocking_call", pid=truth["pid"])
@@ -183,7 +199,8 @@ def case_prom(ctx):
         assert one(samples, name)[1] == 0, name
 
 
-CASES = {"loop": case_loop, "stalls": case_stalls, "prom": case_prom, "hooks": case_hooks}
+CASES = {"loop": case_loop, "stalls": case_stalls, "tick": case_tick, "prom": case_prom,
+         "hooks": case_hooks}
 
 
 def main():
