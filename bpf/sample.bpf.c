@@ -47,13 +47,6 @@ int loop_sample(struct bpf_perf_event_data *ctx)
 	return sample__take(ctx, task, loop__of(task), 0, sample_us, &own);
 }
 
-/* Is boost b sampling task's iteration (l: its loop record)? */
-static __always_inline bool boost__covers(const struct boost *b, struct task_struct *task,
-					  const struct lw_loop *l)
-{
-	return b->busy_start_ns && b->tid == task->pid && l->busy_start_ns == b->busy_start_ns;
-}
-
 /*
  * Every hrtimer of the machine expires here; the tick's runs its function
  * (userspace uses this program only where the kernel's BTF has one of them
@@ -70,7 +63,6 @@ int BPF_PROG(loop_tick, struct hrtimer *timer)
 	struct boost *b = NULL;
 	struct lw_loop *l;
 	bool boosting;
-	__u32 cpu;
 	__u64 own;
 
 	if (!fn || (fn != &tick_nohz_handler && fn != &tick_sched_timer))
@@ -78,8 +70,7 @@ int BPF_PROG(loop_tick, struct hrtimer *timer)
 	task = bpf_get_current_task_btf();
 	l = loop__of(task);
 	if (boost_period_ns && l) {
-		cpu = bpf_get_smp_processor_id();
-		b = bpf_map_lookup_elem(&boosts, &cpu);
+		b = boost__here();
 		/* its own timer samples this iteration: the tick's would be a second */
 		if (b && boost__covers(b, task, l))
 			return 0;
@@ -90,9 +81,9 @@ int BPF_PROG(loop_tick, struct hrtimer *timer)
 	 * period after it (without a boost, the whole tick around it).
 	 */
 	boosting = b && boost__ready(b);
-	sample__take(ctx, task, l, 0, boosting ? (sample_us + boost_period_ns / 1000) / 2 :
-		     sample_us, &own);
+	sample__take(ctx, task, l, 0, boosting ? (sample_us + BOOST_PERIOD_US) / 2 : sample_us,
+		     &own);
 	if (boosting && own >= sample_gate_ns)
-		boost__start(b, task->pid, l, boost_period_ns, (__u16)(boost_period_ns / 1000));
+		boost__start(b, task->pid, l, boost_period_ns, BOOST_PERIOD_US);
 	return 0;
 }

@@ -16,10 +16,12 @@
 /*
  * Where the tick is slow (HZ 250), a loop thread's iteration past the
  * sampling gate is sampled by a timer of its CPU's every boost_period_ns;
- * 0: none (the tick is 1 ms apart or less, or perf
- * samples).
+ * 0: none (the tick is 1 ms apart or less, or perf samples).
  */
 const volatile __u64 boost_period_ns __weak = 0;
+
+/* what a sample of the timer's stands for, once it runs at its period */
+#define BOOST_PERIOD_US ((__u16)(boost_period_ns / 1000))
 
 /* A CPU's boost: a timer sampling one loop thread's iteration. */
 struct boost {
@@ -37,6 +39,21 @@ struct {
 	__type(key, __u32);
 	__type(value, struct boost);
 } boosts SEC(".maps") __weak;
+
+/* This CPU's boost. */
+static __always_inline struct boost *boost__here(void)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+
+	return bpf_map_lookup_elem(&boosts, &cpu);
+}
+
+/* Is boost b sampling task's iteration (l: its loop record)? */
+static __always_inline bool boost__covers(const struct boost *b, struct task_struct *task,
+					  const struct lw_loop *l)
+{
+	return b->busy_start_ns && b->tid == task->pid && l->busy_start_ns == b->busy_start_ns;
+}
 
 /*
  * Sample thread tid's iteration (l) on this CPU's timer from delay_ns on,
@@ -124,16 +141,13 @@ static __always_inline int sample__take(void *ctx, struct task_struct *task, str
 static int boost__fire(void *map, __u32 *key, struct boost *b)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct lw_loop *l;
+	struct lw_loop *l = loop__of(task);
 	__u64 own;
 
-	if (task->pid != b->tid)
-		goto stop;
-	l = loop__of(task);
-	if (!l || !loop__busy(l) || l->busy_start_ns != b->busy_start_ns)
+	if (!l || !loop__busy(l) || !boost__covers(b, task, l))
 		goto stop;
 	sample__take(NULL, task, l, -1, b->next_us, &own);
-	b->next_us = (__u16)(boost_period_ns / 1000);
+	b->next_us = BOOST_PERIOD_US;
 	bpf_timer_start(&b->timer, boost_period_ns, 0);
 	return 0;
 stop:

@@ -153,15 +153,13 @@ static __always_inline void boost__follow(struct lw_loop *l, struct task_struct 
 					  __u64 now, bool owed)
 {
 	struct boost *b;
-	__u32 cpu;
 
 	if (!boost_period_ns)
 		return;
 	if (now - l->busy_start_ns < sample_gate_ns + l->iter.runq_ns &&
 	    !(owed && runq__walk_wanted(l, now)))
 		return;
-	cpu = bpf_get_smp_processor_id();
-	b = bpf_map_lookup_elem(&boosts, &cpu);
+	b = boost__here();
 	if (!b || !boost__ready(b))
 		return;
 	if (owed)
@@ -169,7 +167,7 @@ static __always_inline void boost__follow(struct lw_loop *l, struct task_struct 
 			     (__u16)((LW_BOOST_RESUMED_NS + boost_period_ns / 2) / 1000));
 	else
 		boost__start(b, next->pid, l, 1000 + bpf_get_prandom_u32() % boost_period_ns,
-			     (__u16)(boost_period_ns / 1000));
+			     BOOST_PERIOD_US);
 }
 
 static __always_inline void loop__switch_in(struct lw_loop *l, struct task_struct *next,
