@@ -28,7 +28,8 @@ struct boost {
 	struct bpf_timer timer;
 	__u64 busy_start_ns;	/* the iteration it samples; 0: idle */
 	__u32 tid;
-	__u16 ready;		/* the timer is made, its callback set */
+	__u8 ready;		/* the timer is made, its callback set */
+	__u8 rephase;		/* its next sample after this one at a random point */
 	__u16 next_us;		/* what its next sample stands for (then a period) */
 };
 
@@ -68,7 +69,18 @@ static __always_inline void boost__start(struct boost *b, __u32 tid, const struc
 	b->tid = tid;
 	b->busy_start_ns = l->busy_start_ns;
 	b->next_us = us;
+	b->rephase = 0;
 	bpf_timer_start(&b->timer, delay_ns, 0);
+}
+
+/*
+ * A random point of the first period, as a free-running clock's first
+ * sample would come: at a fixed delay after a switch-in, a call of 5 ms
+ * after a sleep held 4 samples of 1 ms each, never 5.
+ */
+static __always_inline __u64 boost__phase_ns(void)
+{
+	return 1000 + bpf_get_prandom_u32() % boost_period_ns;
 }
 
 /*
@@ -135,8 +147,10 @@ static __always_inline int sample__take(void *ctx, struct task_struct *task, str
  * is current (or ksoftirqd, when softirqs were deferred to it). Without an
  * interrupt's registers no kernel stack is taken; the user stack is the
  * task's, from the registers its entry to the kernel saved. It samples its
- * own thread's iteration, and stops when that has ended or the thread is
- * not on the CPU: its switch-in or the tick starts it again where it runs.
+ * own thread's iteration, and stops when that has ended, the thread is not
+ * on the CPU, or the iteration is under the sampling gate (where only the
+ * stack owed a wait for a CPU started it): its switch-in or the tick starts
+ * it again where it runs.
  */
 static int boost__fire(void *map, __u32 *key, struct boost *b)
 {
@@ -147,8 +161,12 @@ static int boost__fire(void *map, __u32 *key, struct boost *b)
 	if (!l || !loop__busy(l) || !boost__covers(b, task, l))
 		goto stop;
 	sample__take(NULL, task, l, -1, b->next_us, &own);
+	/* a sample owed a wait's stack, under the gate: the tick starts it again past it */
+	if (!own)
+		goto stop;
 	b->next_us = BOOST_PERIOD_US;
-	bpf_timer_start(&b->timer, boost_period_ns, 0);
+	bpf_timer_start(&b->timer, b->rephase ? boost__phase_ns() : boost_period_ns, 0);
+	b->rephase = 0;
 	return 0;
 stop:
 	b->busy_start_ns = 0;

@@ -135,17 +135,19 @@ static __always_inline void loop__switch_out(void *ctx, struct lw_loop *l,
 }
 
 /*
- * With samples at a slow tick (--sample-hz tick, HZ 250), the boost follows
+ * With samples at a slow tick (the default where HZ is 250), the boost follows
  * its thread (bpf/sample.bpf.c): back on a CPU inside an iteration past the
  * sampling gate, it is sampled every boost_period_ns again from here, not
  * from the next tick, 4 ms away, after which its last millisecond before a
  * wait call would go unsampled. Its first sample comes at a random point of
- * the first period, as a free-running clock's would: at a fixed delay after
- * every switch-in, a call of 5 ms after a sleep held 4 samples of 1 ms
- * each, never 5. A long wait for a CPU (an eighth of the slow threshold)
- * still owed its stack gets a sample right after this switch: the timer
- * fires once the switch is done, and the thread's user registers are still
- * those its preemption saved.
+ * the first period (boost__phase_ns()). A long wait for a CPU (an eighth of
+ * the slow threshold) still owed its stack gets a sample right after this
+ * switch: the timer fires once the switch is done, and the thread's user
+ * registers are still those its preemption saved. That sample stands for
+ * next to no CPU time, and the periodic ones start at a random point after
+ * it: a fixed period after it, a 1 ms burn after a starved wait was sampled
+ * once or never as it ended a little after the period or before (-12 % for
+ * the culprits workload's starved function in some runs).
  */
 #define LW_BOOST_RESUMED_NS 1000
 
@@ -162,12 +164,12 @@ static __always_inline void boost__follow(struct lw_loop *l, struct task_struct 
 	b = boost__here();
 	if (!b || !boost__ready(b))
 		return;
-	if (owed)
-		boost__start(b, next->pid, l, LW_BOOST_RESUMED_NS,
-			     (__u16)((LW_BOOST_RESUMED_NS + boost_period_ns / 2) / 1000));
-	else
-		boost__start(b, next->pid, l, 1000 + bpf_get_prandom_u32() % boost_period_ns,
-			     BOOST_PERIOD_US);
+	if (owed) {
+		boost__start(b, next->pid, l, LW_BOOST_RESUMED_NS, 1);
+		b->rephase = 1;
+	} else {
+		boost__start(b, next->pid, l, boost__phase_ns(), BOOST_PERIOD_US);
+	}
 }
 
 static __always_inline void loop__switch_in(struct lw_loop *l, struct task_struct *next,
