@@ -8,9 +8,9 @@
  * The first walk after an iteration's longest wait for a CPU is that wait's
  * stack too: the thread resumed where it was preempted.
  *
- * The samples come from perf's cpu-clock (loop_sample), or with --sample-hz
- * tick from the scheduler tick (loop_tick, HZ a second on a busy CPU): the
- * tick interrupts every busy CPU anyway, while a cpu-clock event adds a timer
+ * The samples come from the scheduler tick (loop_tick, HZ a second on a busy
+ * CPU), or with --sample-hz HZ from perf's cpu-clock (loop_sample): the tick
+ * interrupts every busy CPU anyway, while a cpu-clock event adds a timer
  * interrupt of its own to every CPU at its rate. In a VM each of those exits
  * to the hypervisor: at 997 Hz they cost a saturated aiohttp ~5 us of CPU a
  * request here (docs/cost.md).

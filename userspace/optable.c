@@ -66,16 +66,17 @@ const struct opt_doc opt_docs[] = {
 	{ NULL, OPT_BLOCK_THRESHOLD, "block-threshold", 0, "MS",
 	  "a syscall blocking the loop MS or more is reported (default 1)", NULL },
 	{ NULL, OPT_SAMPLE_HZ, "sample-hz", 0, "HZ|tick",
-	  "CPU stack samples per second inside busy periods (default 997), or tick: at the "
-	  "scheduler tick",
-	  "997 is a prime, so that sampling does not run in lockstep with timers at round rates: "
-	  "~25 samples in a 25 ms stall, from a cpu-clock timer on every CPU; in a VM each of its "
-	  "interrupts exits to the hypervisor (~5 us of CPU a request for a saturated aiohttp, "
-	  "docs/cost.md). tick takes the samples at the interrupts the scheduler tick makes "
-	  "anyway, HZ a second on a busy CPU (250 on Debian's kernels, 1000 on Ubuntu's and "
-	  "Fedora's); where that is slower than 1 ms, an iteration the tick finds 1/16 of the "
-	  "way to the threshold is sampled every ~1 ms from then on, also after it leaves the CPU "
-	  "and comes back: ~20 samples in a 25 ms stall, none in its first tick (docs/limits.md)." },
+	  "CPU stack samples inside busy periods: at the scheduler tick (tick, the default), "
+	  "or HZ a second from perf's cpu-clock",
+	  "The tick's samples come at the interrupts the scheduler tick makes anyway, HZ a "
+	  "second on a busy CPU (250 on Debian's kernels, 1000 on Ubuntu's and Fedora's); where "
+	  "that is slower than 1 ms, an iteration the tick finds 1/16 of the way to the "
+	  "threshold is sampled every ~1 ms from then on, also after it leaves the CPU and comes "
+	  "back: ~20 samples in a 25 ms stall, none in its first tick (docs/limits.md). A kernel "
+	  "without the tick's hooks gets 997 Hz instead, said in one line. A rate starts a "
+	  "cpu-clock timer on every CPU (997, a prime, does not run in lockstep with timers at "
+	  "round rates: ~25 samples in a 25 ms stall); in a VM each of its interrupts exits to "
+	  "the hypervisor (~5 us of CPU a request for a saturated aiohttp, docs/cost.md)." },
 	{ NULL, OPT_NO_NESTED_WAITS, "no-nested-waits", 0, NULL,
 	  "every wait call ends an iteration, also one made from inside a handler (a socket "
 	  "timeout's poll, a second loop)",

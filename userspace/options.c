@@ -508,11 +508,12 @@ void options__parse(struct options *opts, int argc, char **argv)
 	opts->threshold_ms = 10.0;
 	opts->block_threshold_ms = 1.0;
 	/*
-	 * A prime, so that sampling does not run in lockstep with timers at round
-	 * rates; the tick's samples (--sample-hz tick) cost no interrupts of their
-	 * own but come 4 ms apart on HZ-250 kernels: docs/cost.md
+	 * The tick's samples: on a saturated VM perf's cpu-clock at 997 Hz cost
+	 * aiohttp 11 % and node 27 % of their throughput in interrupts alone, the
+	 * tick's cost nothing measurable (docs/cost.md); collector.c falls back to
+	 * 997 Hz where the kernel has no tick to hook
 	 */
-	opts->sample_hz = 997;
+	opts->sample_hz = 0;
 	/*
 	 * 16 MiB: ~5000 stall events, what 5000 stalls a second fill while a loaded
 	 * host keeps loopwatch off the CPU for a second (1 MiB dropped from ~1200/s)

@@ -42,7 +42,7 @@ struct options {
 	/* stalls and their causes */
 	double threshold_ms;	/* an iteration at or over this is a stall */
 	double block_threshold_ms;	/* a blocked syscall at or over this is a blocking call */
-	int sample_hz;		/* perf's cpu-clock samples a second; 0: the tick's (--sample-hz tick) */
+	int sample_hz;		/* perf's cpu-clock samples a second; 0: the tick's (the default) */
 	bool no_nested_waits;	/* every wait call ends an iteration */
 	bool innermost_culprits;	/* culprit: the innermost frame, not the app's first */
 	int unwind_mb;		/* kernel memory for unwind tables; 0: frame pointers only */

@@ -34,6 +34,8 @@ def test_verifier_instructions_stay_bounded(ctx):
 KCOUNTERS = re.compile(r"(\d+) preemptions in busy periods, (\d+) stack walks")
 # the sampling gate (bpf/maps.bpf.h): 1/16 of the slow threshold of an iteration's own time
 GATE_MS = SLOW_MS / 16
+# past the gate, samples come at most every ~1 ms: the tick's timer (bpf/sample.bpf.h's
+# boost, 1/997 s where the tick is slower) or --sample-hz 997's
 SAMPLE_MS = 1000 / 997
 # loopwork --waker: a 20 us spin every 0.2 ms
 WAKER_MS = 0.2

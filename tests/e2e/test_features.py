@@ -222,13 +222,13 @@ TICK_ABSENT = ("loopwatch: CPU samples from perf's cpu-clock at 997 Hz, not the 
 
 
 def test_cpu_samples_at_the_tick_or_a_clock_of_their_own(ctx):
-    """With --sample-hz tick the CPU samples ride the scheduler tick: loopwatch has the
-    tick's program loaded and attached, not perf's, so it opens no cpu-clock event. With
-    the tick pretended absent it says so in one line and samples with perf's program on a
-    cpu-clock event of every CPU at the default rate instead. Either way chainwork's
-    CPU stalls carry samples holding their whole chain (test_native's check: >= 95 % of
-    the samples, and at least one a stall)."""
-    for absent in ("", "tick"):
+    """By default the CPU samples ride the scheduler tick: loopwatch has the tick's
+    program loaded and attached, not perf's, so it opens no cpu-clock event. With the
+    tick pretended absent it says so in one line and samples with perf's program on a
+    cpu-clock event of every CPU at 997 Hz instead; --sample-hz 997 does that without a
+    word. Each way chainwork's CPU stalls carry samples holding their whole chain
+    (test_native's check: >= 95 % of the samples, and at least one a stall)."""
+    for absent, args in (("", ()), ("tick", ()), ("", ("--sample-hz", "997"))):
         seen = {}
 
         def started(pid):
@@ -239,15 +239,17 @@ def test_cpu_samples_at_the_tick_or_a_clock_of_their_own(ctx):
         _, lines, stderr = run_traced(
             ctx, [ctx.workload("chainwork"), out, str(test_native.ITERATIONS), "--go"],
             "--threshold", test_native.THRESHOLD_MS,
-            "--block-threshold", test_native.BLOCK_THRESHOLD_MS, "--sample-hz", "tick",
+            "--block-threshold", test_native.BLOCK_THRESHOLD_MS, *args,
             settle=0.5,
             wrap=("env", "LOOPWATCH_TEST_ABSENT=" + absent), with_stderr=True,
             started=started)
         said = [ln for ln in stderr.splitlines() if "CPU samples" in ln]
-        sampler, other = ("loop_sample", "loop_tick") if absent else ("loop_tick", "loop_sample")
-        assert said == ([TICK_ABSENT] if absent else []), (absent, stderr[-2000:])
-        assert sampler in seen["progs"] and other not in seen["progs"], (absent, seen)
+        clock = absent or args
+        sampler, other = ("loop_sample", "loop_tick") if clock else ("loop_tick", "loop_sample")
+        assert said == ([TICK_ABSENT] if absent else []), (absent, args, stderr[-2000:])
+        assert sampler in seen["progs"] and other not in seen["progs"], (absent, args, seen)
         # the tick's program on its tracepoint; perf's on an event of every CPU
-        assert seen["links"].get(sampler) == (online_cpus() if absent else 1), (absent, seen)
+        assert seen["links"].get(sampler) == (online_cpus() if clock else 1), (
+            absent, args, seen)
         samples, _ = test_native.check_chains("chainwork", load_truth(out), lines)
-        print("%r absent: %d CPU samples" % (absent, samples))
+        print("%r absent, %r: %d CPU samples" % (absent, args, samples))

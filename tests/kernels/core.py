@@ -6,7 +6,7 @@ takes tens of microseconds more than on hardware and a vCPU is taken away at wil
 durations get 10 % + 2 ms where tests/e2e allows 3 % + 0.3 ms; what is counted
 (iterations, stalls, which functions are in the stacks) stays exact.
 
-usage: core.py BUILD [CASE...]   (cases: loop, stalls, tick, prom, hooks; default all)
+usage: core.py BUILD [CASE...]   (cases: loop, stalls, tick, hz, prom, hooks; default all)
 Prints "PASS kernel.CASE (Ns)" or "FAIL kernel.CASE (Ns)" and the reason, as run.py.
 """
 import os
@@ -108,19 +108,28 @@ def case_stalls(ctx):
 
 
 def case_tick(ctx):
-    """--sample-hz tick: three CPU spins are stalls of about their length, with their
+    """The default sampling: three CPU spins are stalls of about their length, with their
     function and CPU samples in their stacks: from the tick and its ~1 ms timer where the
     guest's tick is an hrtimer, else from perf at 997 Hz after a line saying why. Every
     case loads the switch's program, which restarts that timer (bpf/sched.bpf.c); this
     one runs it."""
-    out = tmpfile()
-    _, lines, stderr = run_traced(ctx, [ctx.workload("stallwork"), out, "cpu", "3", "--go"],
-                                  "--threshold", THRESHOLD_MS, "--sample-hz", "tick",
-                                  with_stderr=True)
-    truth = load_truth(out)
-    check_stalls(truth, with_edges(truth), lines, ("cpu",))
+    stderr = run_spins(ctx)
     fell_back = [ln for ln in stderr.splitlines() if "not the scheduler tick" in ln]
     print("  samples: %s" % (fell_back[0] if fell_back else "at the tick"))
+
+
+def case_hz(ctx):
+    """--sample-hz 997: the same spins sampled by perf's cpu-clock on every CPU."""
+    run_spins(ctx, "--sample-hz", "997")
+
+
+def run_spins(ctx, *args):
+    out = tmpfile()
+    _, lines, stderr = run_traced(ctx, [ctx.workload("stallwork"), out, "cpu", "3", "--go"],
+                                  "--threshold", THRESHOLD_MS, *args, with_stderr=True)
+    truth = load_truth(out)
+    check_stalls(truth, with_edges(truth), lines, ("cpu",))
+    return stderr
 
 
 def check_stalls(truth, records, lines, kinds):
@@ -199,8 +208,8 @@ def case_prom(ctx):
         assert one(samples, name)[1] == 0, name
 
 
-CASES = {"loop": case_loop, "stalls": case_stalls, "tick": case_tick, "prom": case_prom,
-         "hooks": case_hooks}
+CASES = {"loop": case_loop, "stalls": case_stalls, "tick": case_tick, "hz": case_hz,
+         "prom": case_prom, "hooks": case_hooks}
 
 
 def main():

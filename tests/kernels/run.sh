@@ -10,7 +10,7 @@
 # KERNELS: which suites' kernels (default "bookworm trixie forky": 6.1, 6.12, 7.x;
 #   "bullseye" adds 5.10, older than loopwatch's minimum: there the test is that it
 #   refuses to start with one clear line)
-# KERNEL_CASES: which of tests/kernels/core.py's cases (default "loop stalls tick prom hooks"), or
+# KERNEL_CASES: which of tests/kernels/core.py's cases (default "loop stalls tick hz prom hooks"), or
 #   "bench" for tests/kernels/bench.py (make bench-kernels)
 # KERNEL_ENV: variables for loopwatch in the guests, e.g. LOOPWATCH_TEST_ABSENT=fentry
 #   (test-only: the tracepoint hooks on a kernel that has fentry)
@@ -25,7 +25,7 @@ MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 KERNELS=${KERNELS:-bookworm trixie forky}
 # loops tracked against their own busy times; stalls with the injecting function in
 # their stacks; the Prometheus file against the workload's truth (core.py)
-KERNEL_CASES=${KERNEL_CASES:-loop stalls tick prom hooks}
+KERNEL_CASES=${KERNEL_CASES:-loop stalls tick hz prom hooks}
 KERNEL_ENV=${KERNEL_ENV:-}
 # loopwatch's minimum kernel (userspace/kernel/features.h): an older one must refuse
 MIN_KERNEL=$(sed -n 's/^#define FEATURES_MIN_KERNEL "\(.*\)"/\1/p' \

@@ -2,10 +2,10 @@
 /*
  * floor: attach the empty programs of floor.bpf.c and hold them until
  * SIGINT/SIGTERM or -d SECONDS. Like loopwatch, it says "tracing" on stderr
- * once everything is attached, so the bench driver can wait for that line,
- * and it samples every CPU at loopwatch's default rate unless told otherwise
- * (-F 0: an empty program on every hrtimer's expiry instead, as loopwatch's
- * --sample-hz tick).
+ * once everything is attached, so the bench driver can wait for that line.
+ * Like loopwatch's default it samples at the tick: an empty program on every
+ * hrtimer's expiry (-F HZ: on a cpu-clock event of every CPU instead, as
+ * loopwatch's --sample-hz HZ).
  * With -u it also puts an empty uprobe and uretprobe on a function, system
  * wide, as loopwatch does for its catalogued and --probe functions.
  */
@@ -27,7 +27,7 @@
 
 #define MAX_CPUS 1024
 #define MAX_PROBES 32		/* as loopwatch's --probe */
-#define SAMPLE_HZ_DEFAULT 997	/* loopwatch's --sample-hz default */
+#define SAMPLE_HZ_DEFAULT 0	/* the tick, loopwatch's --sample-hz default */
 
 static volatile sig_atomic_t exiting;
 static bool verbose;
@@ -161,8 +161,8 @@ static void usage__exit(const char *prog, int status)
 		"Usage: %s [-d SECONDS] [-F HZ] [-u FILE:SYMBOL]... [-v]\n"
 		"Attach empty BPF programs where loopwatch attaches and hold them.\n"
 		"  -d SECONDS  detach after that long (default: until SIGINT/SIGTERM)\n"
-		"  -F HZ       cpu-clock samples per second per CPU (default %d); 0: none, an\n"
-		"              empty program at the tick instead (loopwatch's --sample-hz tick)\n"
+		"  -F HZ       cpu-clock samples per second per CPU (default %d: none, an\n"
+		"              empty program at the tick instead, as loopwatch's default)\n"
 		"  -u FILE:SYMBOL, -u FILE:0xOFFSET\n"
 		"              an empty uprobe and uretprobe on that function, system-wide\n"
 		"              (repeatable, up to %d; OFFSET is a file offset)\n"

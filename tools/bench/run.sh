@@ -55,7 +55,8 @@ CPU=$((NCPU - 1))
 BUDGET_S=90
 # a tracer that is never stopped (driver killed) still goes away on its own
 TRACER_MAX_S=300
-# loopwatch's --sample-hz default, which the floor samples at too
+# perf's cpu-clock rate, loopwatch's and the floor's alike: a steady rate the busy
+# rows can count per sample (the default tick's is costed by contended.py)
 SAMPLE_HZ=997
 
 while [ $# -gt 0 ]; do
@@ -366,7 +367,7 @@ config__start_floor() {
 	for spec in "${PROBE_SPECS[@]}"; do
 		args+=(-u "$spec")
 	done
-	tracer__start "$BIN/floor" -d "$TRACER_MAX_S" "${args[@]}"
+	tracer__start "$BIN/floor" -d "$TRACER_MAX_S" -F "$SAMPLE_HZ" "${args[@]}"
 }
 
 config__stop_floor() {
@@ -375,7 +376,8 @@ config__stop_floor() {
 
 # as deployed (built-in probes: the python row needs them) plus syscost's functions
 config__start_loopwatch() {
-	tracer__start "$LOOPWATCH" --json -d "$TRACER_MAX_S" "${LOOPWATCH_PROBES[@]}"
+	tracer__start "$LOOPWATCH" --json -d "$TRACER_MAX_S" --sample-hz "$SAMPLE_HZ" \
+		"${LOOPWATCH_PROBES[@]}"
 }
 
 config__stop_loopwatch() {
@@ -483,7 +485,8 @@ while os.getppid() == int(sys.argv[2]): time.sleep(0.5)' "$HERE" $$ > "$BIN/stat
 			printf ' %s' "$config" >&2
 			flags=()
 			[ "$config" = flat ] && flags=(--no-nested-waits)
-			tracer__start "$LOOPWATCH" --json -d "$TRACER_MAX_S" "${flags[@]}"
+			tracer__start "$LOOPWATCH" --json -d "$TRACER_MAX_S" --sample-hz "$SAMPLE_HZ" \
+				"${flags[@]}"
 			for c in "${STATS_CASES[@]}"; do
 				stats__case "$r" "$config" "$c"
 			done

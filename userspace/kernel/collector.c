@@ -341,7 +341,7 @@ struct collector *collector__open(const struct collector_opts *opts, char *err, 
 	}
 	if (features__probe(&c->features, err, errlen))
 		goto fail;
-	/* CPU samples at the tick where --sample-hz tick asks for them (bpf/sample.bpf.c) */
+	/* CPU samples at the tick unless --sample-hz asks for a rate (bpf/sample.bpf.c) */
 	tick = !opts->sample_hz && c->features.tick;
 	if (!opts->sample_hz && !tick) {
 		size_t used = strlen(c->features.fallbacks);

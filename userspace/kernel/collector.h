@@ -12,7 +12,10 @@
 #include "lib/lwtypes.h"
 #include "lw_abi_unwind.h"
 
-/* perf's cpu-clock rate where --sample-hz tick cannot be had: its default's */
+/*
+ * perf's cpu-clock rate where the tick cannot be had, and the boost's period:
+ * a prime, so that sampling does not run in lockstep with timers at round rates
+ */
 #define COLLECTOR_SAMPLE_HZ 997
 
 typedef void (*loop_fn)(const struct lw_loop *loop, void *ctx);
