@@ -140,10 +140,12 @@ def gil_section(args, out):
 
 def kernel_section(args, out):
     # no process is syscost (its threads are created later): the loop threads of
-    # others stay unwatched, and every scheduler run is a miss
+    # others stay unwatched, and every scheduler run is a miss. The samples from perf's
+    # cpu-clock on both sides, the rows' loop_sample and floor_sample: one run per
+    # sample at a steady 997 Hz (the floor's tick program runs on every hrtimer)
     rows, verified = bpfstats.against_floor(
-        [os.path.join(args.bin, "floor"), "-d", "300"],
-        [args.loopwatch, "--json", "--comm", "syscost", "-d", "300"],
+        [os.path.join(args.bin, "floor"), "-d", "300", "-F", "997"],
+        [args.loopwatch, "--json", "--comm", "syscost", "-d", "300", "--sample-hz", "997"],
         os.path.join(args.bin, "syscost"), KERNEL_CASES, args.rounds, args.cpu,
         tracer_cpu=args.tracer_cpu,
         progress=lambda r: print("kernel round %d/%d" % (r + 1, args.rounds), file=sys.stderr))
