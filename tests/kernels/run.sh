@@ -168,9 +168,12 @@ for i in "${!versions[@]}"; do
 	start=$(date +%s)
 	# through a pipe: QEMU reopens the guest's stdout and stderr by /proc/self/fd, and
 	# two opens of one file truncate and overwrite each other
-	# a guest that never comes up (or hangs) is cut off: its cases show "-"
+	# a guest that never comes up (or hangs) is cut off: its cases show "-". --verbose:
+	# the guest kernel's console too, so that one that ends early says why (6.12 once
+	# ended in its last case with no line; panic=-1 reboots, which ends vng)
 	timeout --kill-after=30 "${KERNEL_TIMEOUT:-1200}" \
-		chroot "$ROOT" vng -r "/boot/vmlinuz-$ver" --disable-kvm --memory 2G --cpus 2 \
+		chroot "$ROOT" vng --verbose -r "/boot/vmlinuz-$ver" --disable-kvm --memory 2G \
+		--cpus 2 \
 		--exec "env $KERNEL_ENV /lwk/repo/tests/kernels/guest.sh $KERNEL_CASES" 2>&1 |
 		cat >"$log" || true
 	secs=$(($(date +%s) - start))
