@@ -84,6 +84,6 @@ int BPF_PROG(loop_tick, struct hrtimer *timer)
 	sample__take(ctx, task, l, 0, boosting ? (sample_us + BOOST_PERIOD_US) / 2 : sample_us,
 		     &own);
 	if (boosting && own >= sample_gate_ns)
-		boost__start(b, task->pid, l, boost_period_ns, BOOST_PERIOD_US);
+		boost__start(b, task->pid, l, boost_period_ns, BOOST_PERIOD_US, false);
 	return 0;
 }

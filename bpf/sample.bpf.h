@@ -61,15 +61,17 @@ static __always_inline bool boost__covers(const struct boost *b, struct task_str
  * the first sample standing for us. A sample stands for the interval around
  * it, half way to its neighbours: a timer that starts right after a sample
  * of another sampler, or at a fixed delay after its thread came back, does
- * not stand for a whole period at first.
+ * not stand for a whole period at first. rephase: the sample after the
+ * first at a random point of a period (boost__phase_ns()), not a period on;
+ * set before the timer is armed, which it fires with.
  */
 static __always_inline void boost__start(struct boost *b, __u32 tid, const struct lw_loop *l,
-					 __u64 delay_ns, __u16 us)
+					 __u64 delay_ns, __u16 us, bool rephase)
 {
 	b->tid = tid;
 	b->busy_start_ns = l->busy_start_ns;
 	b->next_us = us;
-	b->rephase = 0;
+	b->rephase = rephase;
 	bpf_timer_start(&b->timer, delay_ns, 0);
 }
 

@@ -164,12 +164,10 @@ static __always_inline void boost__follow(struct lw_loop *l, struct task_struct 
 	b = boost__here();
 	if (!b || !boost__ready(b))
 		return;
-	if (owed) {
-		boost__start(b, next->pid, l, LW_BOOST_RESUMED_NS, 1);
-		b->rephase = 1;
-	} else {
-		boost__start(b, next->pid, l, boost__phase_ns(), BOOST_PERIOD_US);
-	}
+	if (owed)
+		boost__start(b, next->pid, l, LW_BOOST_RESUMED_NS, 1, true);
+	else
+		boost__start(b, next->pid, l, boost__phase_ns(), BOOST_PERIOD_US, false);
 }
 
 static __always_inline void loop__switch_in(struct lw_loop *l, struct task_struct *next,
