@@ -289,6 +289,7 @@ static __noinline void loop__close_missed_now(struct lw_loop *l, __u64 now)
 			l->block.last_in_ns = to;
 	}
 	l->off_ns = 0;
+	loop_tid__clear(l->tid, LOOP_TID_ASLEEP);
 	counter__inc(LW_CTR_SWITCH_INS_MISSED);
 }
 

@@ -131,7 +131,7 @@ int wait_exit(const struct syscall_exit_ctx *ctx)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(loop_thread_exit, struct task_struct *task)
 {
-	struct lw_loop *l = loop__of(task);
+	struct lw_loop *l = loop__of_marked(task, LOOP_TID_RECORD);
 	__u32 tid;
 
 	if (!l)
@@ -144,6 +144,8 @@ int BPF_PROG(loop_thread_exit, struct task_struct *task)
 		bpf_map_delete_elem(&loop_hists, &tid);
 	}
 	bpf_task_storage_delete(&loops, task);
+	/* the tid may be another thread's next */
+	loop_tid__clear(tid, 0xff);
 	__sync_fetch_and_add(&nloops, -1);
 	return 0;
 }

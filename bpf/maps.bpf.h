@@ -91,6 +91,80 @@ static __always_inline struct lw_loop *loop__of(struct task_struct *task)
 	return bpf_task_storage_get(&loops, task, NULL, 0);
 }
 
+/*
+ * What the scheduler's hooks need to know of a tid before they look at its
+ * task storage, a byte each (enum loop_tid_bits): every tid the kernel can
+ * give (PID_MAX_LIMIT, 4M on 64-bit: 4 MiB), 64 to an entry. An array
+ * lookup is inlined by the verifier, where bpf_task_storage_get() is a helper
+ * call, and reading a loop record on the waker's CPU a miss on a line its
+ * thread keeps on another: every context switch of a task with any task
+ * storage paid the call (on a saturated memcached, the load generator's
+ * threads, remembered as call-style waiters), every wake-up of a loop thread
+ * from its wait the miss. Written only as a record is made, as its thread
+ * exits, and as it goes to sleep inside an iteration and runs again (rare
+ * beside the wake-ups from its wait): the lines stay clean in every CPU's
+ * cache. The wait calls' hooks do not read it: there a miss on it cost more
+ * than the helper call it saved. A bit is set before the state it stands
+ * for and cleared after: a set bit is at worst stale (a lookup more), never
+ * missing.
+ */
+#define LW_LOOP_TIDS_PER_ENTRY 64
+
+enum loop_tid_bits {
+	LOOP_TID_RECORD = 1,	/* it has a loop record */
+	LOOP_TID_ASLEEP = 2,	/* asleep inside an iteration: its wake-up is looked at */
+};
+
+struct loop_tids_entry {
+	__u8 tid[LW_LOOP_TIDS_PER_ENTRY];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, (4U << 20) / LW_LOOP_TIDS_PER_ENTRY);
+	__type(key, __u32);
+	__type(value, struct loop_tids_entry);
+} loop_tids SEC(".maps") __weak;
+
+static __always_inline __u8 *loop_tid__byte(__u32 tid)
+{
+	__u32 key = tid / LW_LOOP_TIDS_PER_ENTRY;
+	struct loop_tids_entry *e = bpf_map_lookup_elem(&loop_tids, &key);
+
+	return e ? &e->tid[tid % LW_LOOP_TIDS_PER_ENTRY] : NULL;
+}
+
+/* written only where it changes: a store would take the line from the other CPUs */
+static __always_inline void loop_tid__set(__u32 tid, __u8 bits)
+{
+	__u8 *b = loop_tid__byte(tid);
+
+	if (b && (*b & bits) != bits)
+		*b |= bits;
+}
+
+static __always_inline void loop_tid__clear(__u32 tid, __u8 bits)
+{
+	__u8 *b = loop_tid__byte(tid);
+
+	if (b && (*b & bits))
+		*b &= ~bits;
+}
+
+/* loop__of() for the scheduler's hooks, if the tid's byte has any of bits */
+static __always_inline struct lw_loop *loop__of_marked(struct task_struct *task, __u8 bits)
+{
+	__u8 *b;
+
+	if (!task->bpf_storage)
+		return NULL;
+	/* a tid past the table's is looked up */
+	b = loop_tid__byte(task->pid);
+	if (b && !(*b & bits))
+		return NULL;
+	return bpf_task_storage_get(&loops, task, NULL, 0);
+}
+
 static __always_inline struct lw_loop *loop__current(void)
 {
 	return loop__of(bpf_get_current_task_btf());

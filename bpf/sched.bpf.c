@@ -109,6 +109,8 @@ static __always_inline void loop__switch_out(void *ctx, struct lw_loop *l,
 		l->wait_enter_ns = now;
 		return;
 	}
+	if (sleeping)
+		loop_tid__set(l->tid, LOOP_TID_ASLEEP);
 	l->off_ns = now;
 	l->off_pcount = prev->sched_info.pcount;
 	l->wake_ns = 0;
@@ -183,6 +185,7 @@ static __always_inline void loop__switch_in(struct lw_loop *l, struct task_struc
 		if (l->block.start_ns)
 			l->block.last_in_ns = now;
 		l->off_ns = 0;
+		loop_tid__clear(l->tid, LOOP_TID_ASLEEP);
 		boost__follow(l, next, now, false);
 		return;
 	}
@@ -228,15 +231,16 @@ static __always_inline void loop__resume(struct lw_loop *l, __u64 now)
 
 /*
  * Runs on every context switch of the machine: a task that is no loop thread
- * has no record and costs a task-storage miss (two pointer loads), and the
- * CPU's wait table a per-CPU lookup and a load; the clock is read only when
- * a loop thread is involved or waits for this CPU.
+ * costs a load (no task storage at all) or two (its byte in loop_tids), and
+ * the CPU's wait table a per-CPU lookup and a load; the clock is read only
+ * when a loop thread is involved or waits for this CPU.
  */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(loop_sched_switch, bool preempt, struct task_struct *prev,
 	     struct task_struct *next, unsigned int prev_state)
 {
-	struct lw_loop *lp = loop__of(prev), *ln = loop__of(next);
+	struct lw_loop *lp = loop__of_marked(prev, LOOP_TID_RECORD);
+	struct lw_loop *ln = loop__of_marked(next, LOOP_TID_RECORD);
 	__u64 now = cpu_wait__charge(prev);
 
 	if (lp && loop__busy(lp)) {
@@ -267,9 +271,10 @@ int BPF_PROG(loop_sched_switch, bool preempt, struct task_struct *prev,
  * A loop thread asleep inside an iteration is woken: its sleep ends now, and
  * who woke it. sched_waking, not sched_wakeup: it runs in the waker's own
  * context (sched_wakeup may run later on the sleeper's CPU, from an IPI),
- * and one program a wake-up costs every task of the machine one
- * task-storage miss. The waker: the task calling the wake-up, with its kernel
- * stack, which says whether an interrupt did it instead (a timer, a device:
+ * and one program a wake-up costs every task of the machine a load or two
+ * (loop__of_marked(): only a thread asleep inside an iteration is looked
+ * up). The waker: the task calling the wake-up, with its kernel stack, which
+ * says whether an interrupt did it instead (a timer, a device:
  * the task it interrupted had nothing to do with it; preempt_count would
  * say so, but it is a per-CPU variable the kernel resolves only with
  * CONFIG_KALLSYMS_ALL, and an interrupt from user mode runs on the task's
@@ -279,7 +284,7 @@ int BPF_PROG(loop_sched_switch, bool preempt, struct task_struct *prev,
 SEC("tp_btf/sched_waking")
 int BPF_PROG(loop_sched_wakeup, struct task_struct *p)
 {
-	struct lw_loop *l = loop__of(p);
+	struct lw_loop *l = loop__of_marked(p, LOOP_TID_ASLEEP);
 	struct task_struct *waker;
 	struct lw_neighbour w = {};
 	__u64 now, from;

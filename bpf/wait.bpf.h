@@ -99,6 +99,7 @@ static __always_inline struct lw_loop *loop__create(struct task_struct *task, __
 		return NULL;
 	}
 	__sync_fetch_and_add(&nloops, 1);
+	loop_tid__set(tid, LOOP_TID_RECORD);
 	l->pid = pid;
 	l->tid = tid;
 	l->start_ns = BPF_CORE_READ(task, start_time);

@@ -5,10 +5,14 @@ stack walks taken, counted against what the workload itself measured. Nanosecond
 measured by make bench (tools/bench), never asserted here: a shared host moves them by
 more than any bound that would still catch a regression.
 """
+import json
 import math
 import os
 import re
 import signal
+import struct
+import subprocess
+import time
 
 from lwtest import Loopwatch, Workload, bpfstats, load_truth, tmpfile, xlated
 
@@ -119,3 +123,68 @@ def test_wait_hooks_ask_the_kernel_little(ctx):
             name, calls)
         assert calls.count("bpf_task_pt_regs") <= (1 if "enter" in name else 0), (name, calls)
         assert len(calls) <= (4 if "enter" in name else 3), (name, calls)
+
+
+# bpf/maps.bpf.h's loop_tids: a byte per thread id, 64 to an entry
+TIDS_PER_ENTRY = 64
+LOOP_TID_RECORD = 1
+
+
+def map_id(pid, name):
+    """The id of the BPF map called name that process pid holds open."""
+    for fd in os.listdir("/proc/%d/fdinfo" % pid):
+        try:
+            with open("/proc/%d/fdinfo/%s" % (pid, fd)) as f:
+                ids = [int(line.split()[1]) for line in f if line.startswith("map_id:")]
+        except OSError:
+            continue
+        for i in ids:
+            shown = json.loads(subprocess.run(["bpftool", "-j", "map", "show", "id", str(i)],
+                                              capture_output=True, text=True).stdout or "{}")
+            if shown.get("name") == name:
+                return i
+    return None
+
+
+def tid_byte(mid, tid):
+    key = struct.pack("<I", tid // TIDS_PER_ENTRY)
+    r = subprocess.run(["bpftool", "-j", "map", "lookup", "id", str(mid), "key"] +
+                       ["0x%02x" % b for b in key], capture_output=True, text=True, check=True)
+    return int(json.loads(r.stdout)["value"][tid % TIDS_PER_ENTRY], 16)
+
+
+def test_loop_tids_follow_the_records(ctx):
+    """The scheduler's hooks read a thread's byte in loop_tids before its task storage: a
+    byte left clear while the thread has a record would blind them to its switches (its
+    run-queue and blocked time booked as on CPU), one left set after it exits would cost
+    whatever thread gets the tid next a lookup. Each loop thread of a workload is seen
+    with its record's bit while it runs, and every bit of its byte is clear once it has
+    exited."""
+    out = tmpfile()
+    w = Workload([ctx.workload("loopwork"), out, "short,short", "3000", "--go"])
+    lw = Loopwatch(ctx, "-p", w.pid, "-d", 120)
+    seen = {}
+    try:
+        lw.start()
+        mid = map_id(lw.proc.pid, "loop_tids")
+        assert mid is not None, "no loop_tids map held by loopwatch"
+        w.go()
+        while w.proc.poll() is None:
+            try:
+                tids = [int(t) for t in os.listdir("/proc/%d/task" % w.pid)]
+            except OSError:
+                break
+            for tid in tids:
+                seen[tid] = seen.get(tid, 0) | tid_byte(mid, tid)
+            time.sleep(0.05)
+        w.wait()
+        threads = [t["tid"] for t in load_truth(out)["threads"]]
+        after = {tid: tid_byte(mid, tid) for tid in threads}
+    finally:
+        w.kill()
+        lw.kill()
+    print("bytes seen while running %s; after the exit %s" % (seen, after))
+    assert len(threads) == 2, threads
+    for tid in threads:
+        assert seen.get(tid, 0) & LOOP_TID_RECORD, (tid, seen)
+        assert after[tid] == 0, (tid, after)
