@@ -151,7 +151,11 @@ static __always_inline void loop_tid__clear(__u32 tid, __u8 bits)
 		*b &= ~bits;
 }
 
-/* loop__of() for the scheduler's hooks, if the tid's byte has any of bits */
+/*
+ * loop__of() for the scheduler's hooks, if the tid's byte has any of bits; a
+ * task with no task storage at all is told by its own pointer first, without
+ * a read of the table.
+ */
 static __always_inline struct lw_loop *loop__of_marked(struct task_struct *task, __u8 bits)
 {
 	__u8 *b;
@@ -162,7 +166,7 @@ static __always_inline struct lw_loop *loop__of_marked(struct task_struct *task,
 	b = loop_tid__byte(task->pid);
 	if (b && !(*b & bits))
 		return NULL;
-	return bpf_task_storage_get(&loops, task, NULL, 0);
+	return loop__of(task);
 }
 
 static __always_inline struct lw_loop *loop__current(void)

@@ -274,11 +274,10 @@ int BPF_PROG(loop_sched_switch, bool preempt, struct task_struct *prev,
  * and one program a wake-up costs every task of the machine a load or two
  * (loop__of_marked(): only a thread asleep inside an iteration is looked
  * up). The waker: the task calling the wake-up, with its kernel stack, which
- * says whether an interrupt did it instead (a timer, a device:
- * the task it interrupted had nothing to do with it; preempt_count would
- * say so, but it is a per-CPU variable the kernel resolves only with
- * CONFIG_KALLSYMS_ALL, and an interrupt from user mode runs on the task's
- * own stack). Only a sleep of block_threshold_ns or more is kept, and walks
+ * says whether an interrupt did it instead (a timer, a device: the task it
+ * interrupted had nothing to do with it; preempt_count would say so, but it
+ * is a per-CPU variable the kernel resolves only with CONFIG_KALLSYMS_ALL,
+ * and an interrupt from user mode runs on the task's own stack). Only a sleep of block_threshold_ns or more is kept, and walks
  * that stack: the walk is the cost, like a CPU sample's.
  */
 SEC("tp_btf/sched_waking")

@@ -132,17 +132,11 @@ LOOP_TID_RECORD = 1
 
 def map_id(pid, name):
     """The id of the BPF map called name that process pid holds open."""
-    for fd in os.listdir("/proc/%d/fdinfo" % pid):
-        try:
-            with open("/proc/%d/fdinfo/%s" % (pid, fd)) as f:
-                ids = [int(line.split()[1]) for line in f if line.startswith("map_id:")]
-        except OSError:
-            continue
-        for i in ids:
-            shown = json.loads(subprocess.run(["bpftool", "-j", "map", "show", "id", str(i)],
-                                              capture_output=True, text=True).stdout or "{}")
-            if shown.get("name") == name:
-                return i
+    for i in bpfstats.held_ids(pid, "map"):
+        shown = json.loads(subprocess.run(["bpftool", "-j", "map", "show", "id", str(i)],
+                                          capture_output=True, text=True).stdout or "{}")
+        if shown.get("name") == name:
+            return i
     return None
 
 

@@ -64,20 +64,25 @@ def prog_info(prog_id):
     return name, run_cnt, run_ns, struct.unpack_from("I", raw, INFO_VERIFIED_INSNS)[0]
 
 
-def prog_ids(pid):
-    """Ids of the BPF programs process pid holds open (its own, not whatever else is
-    loaded on the machine)."""
+def held_ids(pid, kind):
+    """Ids of the BPF objects of a kind ("prog", "map") process pid holds open (its own,
+    not whatever else is loaded on the machine)."""
     ids = set()
     d = "/proc/%d/fdinfo" % pid
+    field = kind + "_id:"
     for fd in os.listdir(d):
         try:
             with open(os.path.join(d, fd)) as f:
                 for line in f:
-                    if line.startswith("prog_id:"):
+                    if line.startswith(field):
                         ids.add(int(line.split()[1]))
         except OSError:
             pass
     return ids
+
+
+def prog_ids(pid):
+    return held_ids(pid, "prog")
 
 
 def snapshot(ids):
