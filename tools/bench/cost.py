@@ -295,7 +295,9 @@ def node_section(args, out):
 # ---- life: start and exit ------------------------------------------------------------
 
 def uprobe_links(pid):
-    """The uprobe links process pid holds (its fds' fdinfo)."""
+    """The uprobes process pid holds through its links (its fds' fdinfo): a perf-event
+    link's one, or a uprobe_multi link's count (Linux 6.6+, where loopwatch makes one
+    link per file, process and direction)."""
     n = 0
     d = "/proc/%d/fdinfo" % pid
     try:
@@ -305,9 +307,14 @@ def uprobe_links(pid):
     for fd in fds:
         try:
             with open(os.path.join(d, fd)) as f:
-                n += "event_type:\tuprobe" in f.read()
+                info = f.read()
         except OSError:
-            pass
+            continue
+        if "event_type:\tuprobe" in info:
+            n += 1
+        elif "link_type:\tuprobe_multi" in info:
+            m = re.search(r"^uprobe_cnt:\s*(\d+)", info, re.M)
+            n += int(m.group(1)) if m else 1
     return n
 
 
