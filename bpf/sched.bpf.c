@@ -166,6 +166,15 @@ static __always_inline void boost__follow(struct lw_loop *l, struct task_struct 
 	b = boost__here();
 	if (!b || !boost__ready(b))
 		return;
+	/*
+	 * Still armed here for this very iteration (it did not fire while the
+	 * thread was away, as the tick trusts too): its next sample comes within
+	 * a period, as a new phase's would. A restart reprograms the CPU's timer,
+	 * a hypervisor exit in a VM: a loop handing the GIL back and forth paid
+	 * ~0.5 us more a switch (tools/bench/cost.py's gil section).
+	 */
+	if (!owed && boost__covers(b, next, l))
+		return;
 	if (owed)
 		boost__start(b, next->pid, l, LW_BOOST_RESUMED_NS, 1, true);
 	else
