@@ -286,8 +286,9 @@ int BPF_PROG(loop_sched_switch, bool preempt, struct task_struct *prev,
  * says whether an interrupt did it instead (a timer, a device: the task it
  * interrupted had nothing to do with it; preempt_count would say so, but it
  * is a per-CPU variable the kernel resolves only with CONFIG_KALLSYMS_ALL,
- * and an interrupt from user mode runs on the task's own stack). Only a sleep of block_threshold_ns or more is kept, and walks
- * that stack: the walk is the cost, like a CPU sample's.
+ * and an interrupt from user mode runs on the task's own stack). Only a
+ * sleep of block_threshold_ns or more is kept, and walks that stack: the
+ * walk is the cost, like a CPU sample's.
  */
 SEC("tp_btf/sched_waking")
 int BPF_PROG(loop_sched_wakeup, struct task_struct *p)

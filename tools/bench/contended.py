@@ -325,8 +325,7 @@ def run_service(service, args, out):
             # there), the part that is loopwatch's own BPF: what it takes by itself from
             # a CPU-bound service and load generator, by the kernel's counters, which the
             # host's noise moves much less than requests/s
-            "share": [(sum(x[1].values()) - sum(f[1].values())) / (1000 * x[3])
-                      for x, f in zip(rows[lw], rows[floor]) if x[3] > 0],
+            "share": [o / (1000 * x[3]) for o, x in zip(over, rows[lw]) if x[3] > 0],
         }
     out.append("%s, %s; service and load generator unpinned on %d CPUs, %.0f s a "
                "measurement, %d interleaved rounds:" % (service.name, service.describe(),
