@@ -36,7 +36,8 @@ def close_enough(got, want, rel=0.03, abs_=0.1):
 
 def in_range(got, lo, hi, rel=0.03, abs_=0.1):
     """close_enough to some value in [lo, hi]: what the workload measured, lo, plus what
-    it knows a tracer may also have seen, hi (preemptions at a wait call's edges)."""
+    it knows a tracer may also have seen, hi (preemptions and interrupts at a wait call's
+    edges)."""
     return lo - max(rel * lo, abs_) <= got <= hi + max(rel * hi, abs_)
 
 

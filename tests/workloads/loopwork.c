@@ -3,8 +3,8 @@
  * A deterministic epoll loop on a timerfd. Each loop thread injects busy work
  * of known lengths and records, as ground truth, the time from each
  * epoll_wait return to the next epoll_wait call, and around each wait how
- * much a tracer may see beyond that if the thread was preempted right at the
- * wait's edges (groundtruth.h).
+ * much a tracer may see beyond that if the thread was preempted or
+ * interrupted right at the wait's edges (groundtruth.h, loop__settle_edges).
  *
  * usage: loopwork OUT.json PROFILE[,PROFILE...] ITERATIONS [--spinner] [--waker] [--go]
  *   PROFILE: mixed (mostly sub-ms, a tail to 20 ms) | fixed3 (3 ms each) |
@@ -34,6 +34,8 @@ struct loop_thread {
 	uint64_t *busy_ns;
 	uint64_t *runq_ns;	/* of busy_ns, waiting for a CPU (its schedstat's run_delay) */
 	uint64_t *edge_ns;	/* per wait: before iteration i, and after the last */
+	uint64_t *edge_cpu_ns;	/* per wait: the thread's CPU clock from the last read to the next */
+	bool *edge_slept;	/* per wait: it went to sleep in it */
 	/*
 	 * From the first wait call to the return of the last: the time a tracer
 	 * that saw every wait watched the loop, busy or waiting (the window of
@@ -61,13 +63,70 @@ static uint64_t busy_for(const char *profile, uint32_t *seed)
 	return 15000000 + rng_next(seed) % 5000000;		/* 15-20 ms */
 }
 
+/* Wait k's edges as far as the run queue tells: its CPU time is judged once all are known. */
+static void loop__edge(struct loop_thread *lt, int k, const struct sched_truth *before,
+		       const struct sched_truth *after, uint64_t cpu_ns)
+{
+	lt->edge_ns[k] = sched_truth__edge_ns(before, after);
+	lt->edge_cpu_ns[k] = cpu_ns;
+	lt->edge_slept[k] = after->slept != before->slept;
+}
+
+static int u64__cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The median CPU time of the waits that slept (slept: true) or did not; 0: none such. */
+static uint64_t loop__median_wait_cpu(const struct loop_thread *lt, bool slept, uint64_t *tmp)
+{
+	int n = 0;
+
+	for (int k = 0; k <= lt->iterations; k++)
+		if (lt->edge_slept[k] == slept)
+			tmp[n++] = lt->edge_cpu_ns[k];
+	if (!n)
+		return 0;
+	qsort(tmp, (size_t)n, sizeof(*tmp), u64__cmp);
+	return tmp[n / 2];
+}
+
+/*
+ * An interrupt at a wait's edges runs on the thread's CPU clock and between
+ * its two wall-clock reads, where a tracer timing the wait call itself may
+ * count it: 100 us and more on a loaded host. The clock's reads straddle the
+ * whole wait, though, whose own CPU time (entry, a sleep's two context
+ * switches, exit) is no tracer's iteration: only what a wait took over the
+ * median of its kind, asleep or not, is added to its edge.
+ */
+static void loop__settle_edges(struct loop_thread *lt)
+{
+	uint64_t *tmp = calloc((size_t)lt->iterations + 1, sizeof(uint64_t)), median[2];
+
+	if (!tmp) {
+		perror("loopwork: edges");
+		exit(1);
+	}
+	median[0] = loop__median_wait_cpu(lt, false, tmp);
+	median[1] = loop__median_wait_cpu(lt, true, tmp);
+	for (int k = 0; k <= lt->iterations; k++) {
+		uint64_t usual = median[lt->edge_slept[k]];
+
+		if (lt->edge_cpu_ns[k] > usual)
+			lt->edge_ns[k] += lt->edge_cpu_ns[k] - usual;
+	}
+	free(tmp);
+}
+
 static void *loop__run(void *arg)
 {
 	struct loop_thread *lt = arg;
 	struct itimerspec its = { .it_interval.tv_nsec = 2000000, .it_value.tv_nsec = 2000000 };
 	struct epoll_event ev = { .events = EPOLLIN }, out[4];
 	int ep, tfd, sfd;
-	uint64_t expirations;
+	uint64_t expirations, cpu, cpu_end;
 	struct sched_truth before, after;
 
 	lt->tid = (int)syscall(SYS_gettid);
@@ -81,6 +140,7 @@ static void *loop__run(void *arg)
 	}
 	sfd = sched_truth__open();
 	sched_truth__read(sfd, &before);
+	cpu_end = thread_cpu_ns();
 	lt->span_ns = now_ns();
 	for (int i = 0; i < lt->iterations; i++) {
 		uint64_t t0, want;
@@ -88,21 +148,25 @@ static void *loop__run(void *arg)
 		if (epoll_wait(ep, out, 4, -1) < 0)
 			continue;
 		t0 = now_ns();
+		cpu = thread_cpu_ns();
 		sched_truth__read(sfd, &after);
-		lt->edge_ns[i] = sched_truth__edge_ns(&before, &after);
+		loop__edge(lt, i, &before, &after, cpu - cpu_end);
 		if (read(tfd, &expirations, sizeof(expirations)) < 0)
 			perror("loopwork: read");
 		want = busy_for(lt->profile, &lt->seed);
 		spin_ns(want);
 		sched_truth__read(sfd, &before);
+		cpu_end = thread_cpu_ns();
 		lt->busy_ns[i] = now_ns() - t0;
 		lt->runq_ns[i] = before.runq_ns - after.runq_ns;
 	}
 	/* a last wait closes the last iteration for a tracer */
 	epoll_wait(ep, out, 4, 0);
 	lt->span_ns = now_ns() - lt->span_ns;
+	cpu = thread_cpu_ns();
 	sched_truth__read(sfd, &after);
-	lt->edge_ns[lt->iterations] = sched_truth__edge_ns(&before, &after);
+	loop__edge(lt, lt->iterations, &before, &after, cpu - cpu_end);
+	loop__settle_edges(lt);
 	close(sfd);
 	close(tfd);
 	close(ep);
@@ -196,6 +260,8 @@ int main(int argc, char **argv)
 		lts[n].busy_ns = calloc((size_t)iterations, sizeof(uint64_t));
 		lts[n].runq_ns = calloc((size_t)iterations, sizeof(uint64_t));
 		lts[n].edge_ns = calloc((size_t)iterations + 1, sizeof(uint64_t));
+		lts[n].edge_cpu_ns = calloc((size_t)iterations + 1, sizeof(uint64_t));
+		lts[n].edge_slept = calloc((size_t)iterations + 1, sizeof(bool));
 	}
 	if (with_spinner)
 		pthread_create(&spinner, NULL, spinner__run, NULL);
