@@ -10,7 +10,8 @@ ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 CFLAGS ?= -O2 -g
 # SAN: sanitizer flags for userspace (make check-sanitize sets them)
 CFLAGS += -std=gnu11 -Wall -Wextra -Werror -I$(OUT) -Ibpf -Iuserspace $(SAN)
-BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(OUT) -Ibpf -Wall -Werror
+# BPF_DEFS: -D flags for the BPF objects (make bench's timing-only build sets one)
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(OUT) -Ibpf -Wall -Werror $(BPF_DEFS)
 include tools/libs.mk
 LDLIBS := $(LOOPWATCH_LDLIBS)
 
@@ -208,7 +209,9 @@ $(OUT)/kernels/storage_limit: tests/kernels/storage_limit.c
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -Werror $< -o $@ -lbpf
 
+# and loopwatch again with its timing core alone, which the contended section sets beside it
 bench: $(OUT)/loopwatch $(OUT)/workloads/chainwork $(OUT)/.bench-deps
+	$(MAKE) OUT=$(OUT)/bench/timing BPF_DEFS=-DLW_TIMING_ONLY=1 $(OUT)/bench/timing/loopwatch
 	$(MAKE) -C tools/bench OUT=$(abspath $(OUT))
 
 # --one-file-system: never through a mount test-kernels left in its root

@@ -11,6 +11,18 @@
 #include "features.bpf.h"
 
 /*
+ * 1: the wait and switch hooks keep only loopwatch's timing core -- the
+ * record lookups, the clock reads, an iteration's length into its histogram
+ * and the waits for a CPU summed -- and none of what names a culprit. Built
+ * only by `make bench` (build/bench/timing): the least loopwatch's way of
+ * finding and timing loop threads costs, set beside all of it
+ * (tools/bench/contended.py).
+ */
+#ifndef LW_TIMING_ONLY
+#define LW_TIMING_ONLY 0
+#endif
+
+/*
  * A struct lw_loop up to LW_LOOP_LIVE_SIZE, as the maps hold it: the
  * programs use it as a struct lw_loop, and the verifier refuses at load any
  * access past it (the histogram's tail is in "loop_hists").

@@ -250,6 +250,25 @@ int BPF_PROG(loop_sched_switch, bool preempt, struct task_struct *prev,
 {
 	struct lw_loop *lp = loop__of_marked(prev, LOOP_TID_RECORD);
 	struct lw_loop *ln = loop__of_marked(next, LOOP_TID_RECORD);
+#if LW_TIMING_ONLY
+	__u64 t = 0;
+
+	if (lp && loop__busy(lp)) {
+		t = bpf_ktime_get_ns();
+		lp->off_ns = t;
+		lp->off_blocked = !preempt && (prev_state & 0xff);
+	}
+	if (!ln || !ln->off_ns)
+		return 0;
+	if (!t)
+		t = bpf_ktime_get_ns();
+	if (ln->off_blocked)
+		ln->iter.blocked_ns += t - ln->off_ns;
+	else
+		ln->iter.runq_ns += t - ln->off_ns;
+	ln->off_ns = 0;
+	return 0;
+#endif
 	__u64 now = cpu_wait__charge(prev);
 
 	if (lp && loop__busy(lp)) {

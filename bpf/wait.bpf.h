@@ -175,27 +175,11 @@ static __noinline void hist__add_tail(__u32 tid, unsigned int idx, __u64 ns)
 		t->sums.ns[idx] += ns;
 }
 
-/* The iteration ended at now: account it, report it if it stalled, start afresh. */
-static __always_inline void loop__end_iteration(struct lw_loop *l, struct task_struct *task,
-						 __u64 now)
+/* An iteration of busy_ns into its thread's totals and histogram. */
+static __always_inline void loop__count_iteration(struct lw_loop *l, __u64 busy_ns)
 {
-	__u64 busy_ns = now - l->busy_start_ns, runq;
 	unsigned int idx = lw_hist_bucket(busy_ns);
 
-	/*
-	 * Its wait for a CPU is the scheduler's own count, which needs no switch
-	 * to be seen, or what the switches seen add up to where that is more:
-	 * run_delay misses the wait after some wake-ups on a loaded host (a
-	 * nested poll's 1.5 ms, by the workload's own schedstat too). The sleeps
-	 * fit in what is left.
-	 */
-	runq = task->sched_info.run_delay - l->run_delay_start;
-	if (runq > l->iter.runq_ns)
-		l->iter.runq_ns = runq;
-	iter__bound(&l->iter, busy_ns);
-	block__close(l);
-	if (busy_ns >= slow_threshold_ns)
-		stall__emit(l, now, busy_ns);
 	l->blocked_ns += l->iter.blocked_ns;
 	l->runq_ns += l->iter.runq_ns;
 	l->throttled_ns += l->iter.throttled_ns;
@@ -211,6 +195,29 @@ static __always_inline void loop__end_iteration(struct lw_loop *l, struct task_s
 		l->busy_hist.counts[idx]++;
 	else
 		hist__add_tail(l->tid, idx, busy_ns);
+}
+
+/* The iteration ended at now: account it, report it if it stalled, start afresh. */
+static __always_inline void loop__end_iteration(struct lw_loop *l, struct task_struct *task,
+						 __u64 now)
+{
+	__u64 busy_ns = now - l->busy_start_ns, runq;
+
+	/*
+	 * Its wait for a CPU is the scheduler's own count, which needs no switch
+	 * to be seen, or what the switches seen add up to where that is more:
+	 * run_delay misses the wait after some wake-ups on a loaded host (a
+	 * nested poll's 1.5 ms, by the workload's own schedstat too). The sleeps
+	 * fit in what is left.
+	 */
+	runq = task->sched_info.run_delay - l->run_delay_start;
+	if (runq > l->iter.runq_ns)
+		l->iter.runq_ns = runq;
+	iter__bound(&l->iter, busy_ns);
+	block__close(l);
+	if (busy_ns >= slow_threshold_ns)
+		stall__emit(l, now, busy_ns);
+	loop__count_iteration(l, busy_ns);
 }
 
 
@@ -502,6 +509,14 @@ static __always_inline int wait__enter(struct task_struct *task, __u32 kind, __s
 		w.set = args[1] ? args[1] : args[2] ? args[2] : args[3];
 	if (!l)
 		return wait__enter_untracked(task, &w, args);
+#if LW_TIMING_ONLY
+	now = bpf_ktime_get_ns();
+	if (l->busy_start_ns && !l->in_wait)
+		loop__count_iteration(l, now - l->busy_start_ns);
+	l->in_wait = 1;
+	l->wait_enter_ns = now;
+	return 0;
+#endif
 	if (nested_waits && !l->in_wait && (kind != l->home_kind || w.set != l->home_set) &&
 	    wait__enter_nested(l, task, &w, args, nr))
 		return 0;
@@ -540,6 +555,14 @@ static __always_inline int wait__exit(struct task_struct *task, bool restart_hoo
 	if (restart_hook && !(l->flags & LW_THREAD_RESTARTING))
 		return 0;
 	now = bpf_ktime_get_ns();
+#if LW_TIMING_ONLY
+	if (!l->in_wait)
+		return 0;
+	l->idle_ns += now - l->wait_enter_ns;
+	l->in_wait = 0;
+	l->busy_start_ns = now;
+	return 0;
+#endif
 	/* a nested wait returns: the iteration goes on */
 	if (l->call_ns && l->call_nr == nr) {
 		call__exit(l, now);

@@ -11,7 +11,10 @@ Per round, five configurations (three with --modes tick), their order rotating:
 untraced, and two pairs of the floor (empty programs on loopwatch's hooks,
 tools/bench/floor) beside loopwatch system-wide: with its defaults (CPU samples at the
 scheduler tick; the floor's -F 0 hooks the tick's timer expiries as loopwatch does),
-and with --sample-hz 997 (perf's cpu-clock at 997 Hz, the floor's -F 997 too).
+and with --sample-hz 997 (perf's cpu-clock at 997 Hz, the floor's -F 997 too). With
+--timing, one more beside the tick's floor: loopwatch built with its timing core alone
+(-DLW_TIMING_ONLY=1, make bench builds it), whose share of a request's CPU is the part
+of a miss that no change to what names a culprit can win back.
 Each is started, the load runs WARM_S (the tracer's setup of the processes
 stays out), then MEASURE_S measured: requests per second, and the tracer's programs'
 run time (bpf_stats, through our own BPF_ENABLE_STATS descriptor) per request -- every
@@ -55,8 +58,8 @@ Throughput (and CPU per request) against the target is then, the first that hold
 The BPF verdict stays the median over the floor <= 1000 ns, its interval beside it.
 Each loopwatch is judged against the floor of its own sampling.
 
-Usage: contended.py --loopwatch PATH --bin DIR [--rounds N] [--seconds S] [--services a,b]
-                    [--modes tick,997]
+Usage: contended.py --loopwatch PATH --bin DIR [--timing PATH] [--rounds N] [--seconds S]
+                    [--services a,b] [--modes tick,997]
 """
 import argparse
 import math
@@ -258,6 +261,8 @@ def services(names):
 MODES = {
     "tick": ("loopwatch", "floor", [], ["-F", "0"]),
     "997": ("loopwatch-997", "floor-997", ["--sample-hz", "997"], ["-F", "997"]),
+    # loopwatch built with its timing core alone (--timing), beside the tick's floor
+    "timing": ("timing-alone", "floor", [], ["-F", "0"]),
 }
 
 
@@ -266,7 +271,8 @@ def tracer(config, args):
         if config == floor:
             return bpfstats.Tracer([os.path.join(args.bin, "floor"), "-d", "600"] + floor_args)
         if config == lw:
-            return bpfstats.Tracer([args.loopwatch, "--json", "-d", "600"] + lw_args)
+            exe = args.timing if config == MODES["timing"][0] else args.loopwatch
+            return bpfstats.Tracer([exe, "--json", "-d", "600"] + lw_args)
     return None
 
 
@@ -298,7 +304,8 @@ def measure(service, config, args):
 
 def run_service(service, args, out):
     pairs = [MODES[m][:2] for m in args.modes]
-    configs = ["none"] + [c for pair in pairs for c in reversed(pair)]
+    # a floor two modes share is measured once a round
+    configs = ["none"] + list(dict.fromkeys(c for pair in pairs for c in reversed(pair)))
     rows = {c: [] for c in configs}
     service.start()
     try:
@@ -435,8 +442,15 @@ def main():
     ap.add_argument("--no-bystander", action="store_true")
     ap.add_argument("--modes", default="tick,997",
                     help="sampling modes, each beside its own floor: tick (the default), 997")
+    ap.add_argument("--timing", help="loopwatch built with its timing core alone (make "
+                    "bench's build/bench/timing/loopwatch): measured beside the tick's floor "
+                    "too, as the least loopwatch's way of timing loops costs")
     args = ap.parse_args()
     args.modes = args.modes.split(",")
+    if args.timing and "timing" not in args.modes:
+        args.modes.append("timing")
+    if "timing" in args.modes and not args.timing:
+        sys.exit("contended.py: --modes timing needs --timing PATH")
     if not args.modes or any(m not in MODES for m in args.modes):
         sys.exit("contended.py: --modes: some of %s" % ",".join(MODES))
     if os.geteuid() != 0:
@@ -487,7 +501,24 @@ def main():
                 "", summary(r["paired_cpu"], "%.3f"), v_cpu))
             out.append("  %-25s BPF over the floor, ns a request, %s: %s" % (
                 "", summary(r["over"], "%.0f"), v_bpf))
+        if "timing" in args.modes:
+            out.append("  %-25s %s" % ("", timing__reason(res)))
     print("\n".join(out))
+
+
+def timing__reason(res):
+    """What loopwatch's timing core alone takes of a request's CPU, over the floor: with
+    nothing that names a culprit, the part of a miss no change to the rest can win back."""
+    lw, floor = MODES["timing"][:2]
+    r = res[lw, floor]
+    lo, hi, cover = interval(r["share"])
+    s = ("timing alone (the record lookups and clock reads, no culprits): %.0f ns a request "
+         "over the floor, %.1f %% of a request's CPU (%.1f..%.1f at %.0f %%)" % (
+             r["over_floor"], 100 * median(r["share"]), 100 * lo, 100 * hi, 100 * cover))
+    if cover >= LEVEL and lo > 1 - TARGET_PAIRED:
+        s += (": over the %.0f point the target leaves by itself, so the target is out of "
+              "reach of this way of timing loops here" % (100 * (1 - TARGET_PAIRED)))
+    return s
 
 
 if __name__ == "__main__":
