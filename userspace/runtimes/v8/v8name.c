@@ -377,6 +377,19 @@ static bool string__read(struct v8_namer *n, uint64_t str, char *out, size_t out
 /* ---- ScopeInfo: the function name and its start position ---- */
 
 /*
+ * words of the target's memory from at; past a page the process has not
+ * mapped (the end of a V8 heap page's committed part), zeros: an object
+ * ends before it.
+ */
+static bool scope_info__fetch(struct v8_namer *n, uint64_t at, uint64_t *w, size_t words)
+{
+	size_t len = words * 8, to_page = 4096 - (at & 4095);
+
+	memset(w, 0, len);
+	return rd(n, at, w, len) || (to_page < len && rd(n, at, w, to_page & ~(size_t)7));
+}
+
+/*
  * After the fixed slots (flags, parameter count, context local count, and
  * from V8 13 two more) come the context locals' names (inline when fewer
  * than 75, else one hash table) and their infos, then optional slots whose
@@ -385,9 +398,10 @@ static bool string__read(struct v8_namer *n, uint64_t str, char *out, size_t out
  * outer scope info. The flag bits move between versions and are not
  * exported, so the optional part is matched by shape: the first String is
  * the name; the first pair of Smis that is not the function variable's slot
- * index is the position info.
+ * index is the position info. false: not read, which is no answer (the caller
+ * must not keep it as "no name").
  */
-static void scope_info__read(struct v8_namer *n, uint64_t si, char *name, size_t nlen, int *start,
+static bool scope_info__read(struct v8_namer *n, uint64_t si, char *name, size_t nlen, int *start,
 			     int *end)
 {
 	const struct v8_meta *m = n->m;
@@ -398,11 +412,11 @@ static void scope_info__read(struct v8_namer *n, uint64_t si, char *name, size_t
 
 	*start = *end = -1;
 	name[0] = '\0';
-	if (!rd(n, si - 1 + 8, w, sizeof(w)) || !is_smi(w[m->scopeinfo_ncontextlocals]))
-		return;
+	if (!scope_info__fetch(n, si - 1 + 8, w, 24) || !is_smi(w[m->scopeinfo_ncontextlocals]))
+		return false;
 	count = smi(w[m->scopeinfo_ncontextlocals]);
 	if (count < 0 || count > 100000)
-		return;
+		return false;
 	/* V8 13 moved the position info before the locals */
 	for (k = m->scopeinfo_ncontextlocals + 1; k + 1 < m->scopeinfo_first_vars; k++) {
 		if (is_smi(w[k]) && is_smi(w[k + 1]) && smi(w[k]) >= 0 &&
@@ -414,8 +428,8 @@ static void scope_info__read(struct v8_namer *n, uint64_t si, char *name, size_t
 	}
 	base = m->scopeinfo_first_vars + (count < 75 ? 2 * (size_t)count : 1 + (size_t)count);
 	if (base + 8 > sizeof(w) / sizeof(w[0])) {
-		if (!rd(n, si - 1 + 8 + 8 * base, w, sizeof(w)))
-			return;
+		if (!scope_info__fetch(n, si - 1 + 8 + 8 * base, w, 24))
+			return false;
 		base = 0;
 	}
 	for (k = base; k < base + 4 && k < 24; k++) {
@@ -426,7 +440,7 @@ static void scope_info__read(struct v8_namer *n, uint64_t si, char *name, size_t
 		}
 	}
 	if (*start >= 0)
-		return;
+		return true;
 	/* the position pair: skip the name and, for the function variable, its index */
 	for (k = name_at >= 0 ? (size_t)name_at + 1 : base; k + 1 < base + 8 && k + 1 < 24; k++) {
 		if (!is_smi(w[k]) || !is_smi(w[k + 1]))
@@ -437,8 +451,9 @@ static void scope_info__read(struct v8_namer *n, uint64_t si, char *name, size_t
 			*start = (int)smi(w[k]);
 			*end = (int)smi(w[k + 1]);
 		}
-		return;
+		return true;
 	}
+	return true;
 }
 
 /* ---- Script: URL and line ends ---- */
@@ -541,7 +556,12 @@ static struct sfi *sfi__resolve(struct v8_namer *n, uint64_t name_word, uint64_t
 	s->script_word = script_word;
 	s->start = s->end = -1;
 	if (t == m->t_scope_info) {
-		scope_info__read(n, name_word, s->name, sizeof(s->name), &s->start, &s->end);
+		/* unread, it is asked again at the next stack, not cached as anonymous */
+		if (!scope_info__read(n, name_word, s->name, sizeof(s->name), &s->start,
+				      &s->end)) {
+			free(s);
+			return NULL;
+		}
 	} else if (!type__is_string(m, t) ||
 		   !string__read(n, name_word, s->name, sizeof(s->name))) {
 		free(s);
