@@ -214,6 +214,20 @@ static bool rd_word(struct v8_namer *n, uint64_t addr, uint64_t *v)
 	return rd(n, addr, v, sizeof(*v));
 }
 
+/*
+ * A fixed window over an object of unknown size: len bytes from addr, or,
+ * when the page after addr's is not mapped (the end of a V8 heap page's
+ * committed part), up to that page and zeros after it -- the object ends
+ * before it. A read that runs into such a page fails whole.
+ */
+static bool rd_window(struct v8_namer *n, uint64_t addr, void *buf, size_t len)
+{
+	size_t to_page = 4096 - (addr & 4095);
+
+	memset(buf, 0, len);
+	return rd(n, addr, buf, len) || (to_page < len && rd(n, addr, buf, to_page));
+}
+
 /* The instance type of a map, or -1. Cached: the maps looked at live in read-only space. */
 static int map__type(struct v8_namer *n, uint64_t map)
 {
@@ -377,19 +391,6 @@ static bool string__read(struct v8_namer *n, uint64_t str, char *out, size_t out
 /* ---- ScopeInfo: the function name and its start position ---- */
 
 /*
- * words of the target's memory from at; past a page the process has not
- * mapped (the end of a V8 heap page's committed part), zeros: an object
- * ends before it.
- */
-static bool scope_info__fetch(struct v8_namer *n, uint64_t at, uint64_t *w, size_t words)
-{
-	size_t len = words * 8, to_page = 4096 - (at & 4095);
-
-	memset(w, 0, len);
-	return rd(n, at, w, len) || (to_page < len && rd(n, at, w, to_page & ~(size_t)7));
-}
-
-/*
  * After the fixed slots (flags, parameter count, context local count, and
  * from V8 13 two more) come the context locals' names (inline when fewer
  * than 75, else one hash table) and their infos, then optional slots whose
@@ -412,7 +413,7 @@ static bool scope_info__read(struct v8_namer *n, uint64_t si, char *name, size_t
 
 	*start = *end = -1;
 	name[0] = '\0';
-	if (!scope_info__fetch(n, si - 1 + 8, w, 24) || !is_smi(w[m->scopeinfo_ncontextlocals]))
+	if (!rd_window(n, si - 1 + 8, w, sizeof(w)) || !is_smi(w[m->scopeinfo_ncontextlocals]))
 		return false;
 	count = smi(w[m->scopeinfo_ncontextlocals]);
 	if (count < 0 || count > 100000)
@@ -428,7 +429,7 @@ static bool scope_info__read(struct v8_namer *n, uint64_t si, char *name, size_t
 	}
 	base = m->scopeinfo_first_vars + (count < 75 ? 2 * (size_t)count : 1 + (size_t)count);
 	if (base + 8 > sizeof(w) / sizeof(w[0])) {
-		if (!scope_info__fetch(n, si - 1 + 8 + 8 * base, w, 24))
+		if (!rd_window(n, si - 1 + 8 + 8 * base, w, sizeof(w)))
 			return false;
 		base = 0;
 	}
@@ -589,7 +590,7 @@ static struct sfi *sfi__get(struct v8_namer *n, uint64_t sfi, uint64_t captured_
 	uint64_t head[LW_V8_OBJ_READ / 8], name_word, script_word, ints;
 	struct sfi *s;
 
-	if (!is_heap(sfi) || !rd(n, sfi - 1, head, sizeof(head)) ||
+	if (!is_heap(sfi) || !rd_window(n, sfi - 1, head, sizeof(head)) ||
 	    map__type(n, head[0]) != m->t_sfi)
 		return NULL;
 	name_word = head[m->sfi_name_or_scope_info / 8];
