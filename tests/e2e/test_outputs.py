@@ -41,6 +41,22 @@ def truth_by_function(truth):
     return ms
 
 
+def samples_by_culprit(lines):
+    """CPU samples in the stalls' stacks by the culprit they name, and by their
+    leaf where that is not the culprit (a syscall's kernel path): what a failed
+    attribution was made of"""
+    n = {}
+    for s in of_type(lines, "stall"):
+        for st in s["stacks"]:
+            funcs = [f["func"] for f in st["frames"] if f["kind"] != "kernel"]
+            if st["cause"] != "cpu" or not funcs:
+                continue
+            who = next((f for f in funcs if f in CULPRITS), "-")
+            key = who if funcs[0] == who else "%s<%s" % (funcs[0], who)
+            n[key] = n.get(key, 0) + st["samples"]
+    return n
+
+
 def test_attributed_self_time_per_function_matches_the_workloads_own(ctx):
     truth, lines, _, _, _ = culprits_run(ctx)
     want = truth_by_function(truth)
@@ -49,8 +65,10 @@ def test_attributed_self_time_per_function_matches_the_workloads_own(ctx):
     assert set(got) == set(CULPRITS), (sorted(funcs), got)
     for name in CULPRITS:
         assert abs(got[name] - want[name]) <= 0.10 * want[name], \
-            "%s: attributed %.1f ms, the workload timed %.1f ms (all: %s vs %s)" % (
-                name, got[name], want[name], got, want)
+            "%s: attributed %.1f ms, the workload timed %.1f ms (all: %s vs %s; by cause: %s;" \
+            " CPU samples by culprit: %s)" % (
+                name, got[name], want[name], got, want,
+                {n: funcs[n]["self_ms"] for n in CULPRITS}, samples_by_culprit(lines))
     # each by its own cause: CPU burners on CPU or waiting for it, blockers blocked
     assert funcs["query_backend"]["self_ms"]["blocked"] >= 0.6 * got["query_backend"], funcs
     assert funcs["query_backend"]["via"] == "read", funcs["query_backend"]

@@ -42,8 +42,12 @@ static inline __attribute__((always_inline)) void spin_ns(uint64_t ns)
 #ifdef _GNU_SOURCE
 #include <sched.h>
 
-/* Run on cpu only; -1: on any CPU again. */
-static inline void pin(int cpu)
+/*
+ * Run on cpu only; -1: on any CPU again. Inlined like the clock: its wait to
+ * move (behind other tasks on a loaded host, milliseconds) is its caller's
+ * own time, as the caller's clock counts it.
+ */
+static inline __attribute__((always_inline)) void pin(int cpu)
 {
 	cpu_set_t set;
 
