@@ -270,6 +270,41 @@ static __always_inline void cpu_wait__end(struct lw_loop *l, __u64 now)
 }
 
 /*
+ * A capture whose stack was taken elsewhere (a CPU sample's), or none: no
+ * stack words of its own, so no earlier capture's words repair its leaf.
+ */
+static __always_inline void capture__set(struct lw_capture *cap, const struct lw_stack_ref *st)
+{
+	cap->stack = *st;
+	cap->words[0] = LW_WORDS_NONE;
+}
+
+/*
+ * A wait for a CPU of wait_ns after a preemption ended. The longest names what
+ * the CPU was waited for in: its own stack if the iteration was half way to a
+ * stall when it began; else the thread resumes where it stopped, and the next
+ * CPU sample's stack is taken there, within a tick of CPU time
+ * (bpf/sample.bpf.c); until then, and if the iteration ends first, the latest
+ * sample's before it. Walking at every preemption cost 8.5 us a switch on a
+ * saturated host.
+ */
+static __always_inline void runq__wait_ended(struct lw_loop *l, __u64 wait_ns)
+{
+	struct lw_stack_ref none = { .kernel = -1 };
+
+	l->iter.runq_ns += wait_ns;
+	if (wait_ns <= l->iter.runq_max_ns)
+		return;
+	l->iter.runq_max_ns = wait_ns;
+	l->runq_walk_owed = !l->preempt_walked;
+	if (l->preempt_walked)
+		bpf_probe_read_kernel(&l->iter.runq_cap, sizeof(l->iter.runq_cap), &l->preempt_cap);
+	else
+		capture__set(&l->iter.runq_cap,
+			     l->last_walk_busy_ns == l->busy_start_ns ? &l->last_walk : &none);
+}
+
+/*
  * The thread is running, so it is not off CPU: an off_ns still set is from a
  * switch-out whose switch-in the sched_switch tracepoint never delivered (the
  * kernel's own sched_switch trace event misses the same switch). Inside the
@@ -277,15 +312,24 @@ static __always_inline void cpu_wait__end(struct lw_loop *l, __u64 now)
  */
 static __noinline void loop__close_missed_now(struct lw_loop *l, __u64 now)
 {
+	struct task_struct *task = bpf_get_current_task_btf();
+	bool busy = l->busy_start_ns && !l->in_wait;
 	__u64 to;
 
 	/* the current task: the scheduler's tracepoint books a switch-in's own before */
-	if (l->busy_start_ns && !l->in_wait)
-		runq__book_throttled(l, bpf_get_current_task_btf(), now);
+	if (busy)
+		runq__book_throttled(l, task, now);
 	cpu_wait__end(l, now);
-	if (l->off_blocked && l->busy_start_ns && !l->in_wait) {
+	/*
+	 * A preemption's wait, by the scheduler's own count, where the thread
+	 * itself runs this: it is a wait like any other, and may be the longest
+	 * (a SCHED_FIFO task's 8 ms on the CPU, missed so, went without a stack).
+	 */
+	if (busy && !l->off_blocked && task->pid == l->tid)
+		runq__wait_ended(l, task->sched_info.run_delay - l->off_run_delay);
+	if (busy && l->off_blocked) {
 		to = loop__book_sleep(l, now);
-		if (l->block.start_ns)
+		if (l->block_open)
 			l->block.last_in_ns = to;
 	}
 	l->off_ns = 0;
@@ -389,6 +433,7 @@ __weak __noinline int block__close_live(struct lw_loop_live *live)
 	n = l->iter.nblocks;
 	ns = b->last_in_ns > b->start_ns ? b->last_in_ns - b->start_ns : 0;
 	b->start_ns = 0;
+	l->block_open = 0;
 	iter__add_syscall(&l->iter, b->nr, ns);
 	syscall__account(l, b->nr, ns);
 	if (ns < block_threshold_ns)
@@ -419,9 +464,10 @@ __weak __noinline int block__close_live(struct lw_loop_live *live)
 	return 0;
 }
 
+/* every iteration's end asks: the record's head says, not the block's line */
 static __always_inline int block__close(struct lw_loop *l)
 {
-	return block__close_live((struct lw_loop_live *)l);
+	return l->block_open ? block__close_live((struct lw_loop_live *)l) : 0;
 }
 
 /*
@@ -442,7 +488,7 @@ static __always_inline void call__enter(struct lw_loop *l, __s32 nr, __u32 kind,
 static __always_inline void call__exit(struct lw_loop *l, __u64 now)
 {
 	loop__close_missed(l, now);
-	if (l->block.start_ns && l->block.nr == l->call_nr) {
+	if (l->block_open && l->block.nr == l->call_nr) {
 		l->block.last_in_ns = now;
 		block__close(l);
 	}
@@ -471,16 +517,6 @@ static __always_inline void capture__take(void *ctx, struct lw_capture *cap, __u
 	stack__take(ctx, &cap->stack, kskip);
 	if (bpf_probe_read_user(cap->words, sizeof(cap->words), (void *)user_sp))
 		__builtin_memset(cap->words, 0, sizeof(cap->words));
-}
-
-/*
- * A capture whose stack was taken elsewhere (a CPU sample's), or none: no
- * stack words of its own, so no earlier capture's words repair its leaf.
- */
-static __always_inline void capture__set(struct lw_capture *cap, const struct lw_stack_ref *st)
-{
-	cap->stack = *st;
-	cap->words[0] = LW_WORDS_NONE;
 }
 
 #endif /* LOOPWATCH_ITERATION_BPF_H */

@@ -424,12 +424,17 @@ enum lw_call_kind {
  * each time. The BPF side owns every field; userspace only reads and diffs
  * successive snapshots.
  *
- * Laid out by temperature: what every wait call and context switch touches
- * comes first (the state, the home wait, the totals; then the open blocking
- * call's start and the iteration's counters, at the heads of struct lw_block
- * and struct lw_iter), the histogram takes one more line per iteration, and
- * the rest is touched only when there is evidence to keep. The histogram is
- * last: its buckets past the task storage's limit are the tail.
+ * Laid out by temperature, for the fewest cache lines a short iteration
+ * touches: what every wait call's entry and exit touch comes first (the state,
+ * the home wait, a nested call's start), then the totals an iteration's end
+ * adds to, then the iteration's counters at the head of struct lw_iter: 216
+ * bytes, four or five lines (the record starts part way into a line, after
+ * the task storage's element header, whose size differs between kernels).
+ * What only context switches touch comes after struct lw_iter, then what is
+ * touched only when there is evidence to keep. The histogram takes one more
+ * line per iteration; it is last: its buckets past the task storage's limit
+ * are the tail. (With the switch fields before the home wait's, and the open
+ * blocking call's start read after the evidence, an iteration touched eight.)
  */
 struct lw_loop {
 	__u32 flags;
@@ -437,7 +442,6 @@ struct lw_loop {
 	__u64 wait_enter_ns;
 	__u64 busy_start_ns;	/* return of the last wait call; 0 before the first */
 	__u64 off_ns;		/* switched out during a busy period; 0 when on CPU */
-	__u64 wake_ns;		/* woken up after off_ns; 0 if not yet */
 	__u8 off_blocked;	/* 1: went to sleep, 0: preempted */
 	/*
 	 * The iteration's longest wait for a CPU so far has no stack yet: the
@@ -447,9 +451,39 @@ struct lw_loop {
 	 */
 	__u8 runq_walk_owed;
 	__u8 preempt_walked;	/* preempt_cap is this off period's */
-	__u8 pad8;
+	__u8 block_open;	/* block holds a call: its start, far below, is read */
+	/*
+	 * The home wait: the loop's own wait call, at the outermost steady stack
+	 * depth. Every other wait call made in a busy period is nested (a handler
+	 * waiting) and part of the iteration (bpf/loop.bpf.c says how they are
+	 * told apart).
+	 */
+	__u32 home_kind;	/* enum lw_call_kind */
 	__u64 run_delay_start;	/* the task's sched_info.run_delay as the busy period began */
+	__u64 home_set;		/* the epoll fd; a poll's array, a select's first set */
+	__u64 home_sp;		/* user stack pointer at the latest home wait */
+	__u32 nested_run;	/* nested waits since the last home wait */
+	/* inside a syscall timed entry to exit (a flush, a nested wait) since call_ns */
+	__s32 call_nr;
+	__u64 call_ns;
+
+	/* totals since the thread was first seen, all monotonic */
+	__u64 iterations;
+	__u64 busy_ns;
+	__u64 idle_ns;
+	__u64 max_busy_ns;
+	__u64 blocked_ns;
+	__u64 runq_ns;
+	__u64 throttled_ns;	/* of runq_ns: throttled by its cgroup's CPU quota */
+	__u64 gil_ns;		/* asleep waiting for the GIL, inside iterations */
+
+	/* its counters first: an iteration's end and a switch touch those */
+	struct lw_iter iter;
+
+	/* context switches only */
+	__u64 wake_ns;		/* woken up after off_ns; 0 if not yet */
 	__u64 off_pcount;	/* its sched_info.pcount at off_ns: a switch-in is the next */
+	__u64 off_run_delay;	/* and its sched_info.run_delay, at a preemption */
 	/*
 	 * A preemption inside a busy period: the thread's group run queue on
 	 * the CPU it left (struct cfs_rq *, 0: none read) and that run queue's
@@ -463,43 +497,15 @@ struct lw_loop {
 	__u32 off_watching;
 	__u32 off_gil;		/* this off period is a sleep on the GIL */
 	__u32 pad_gil;
-	/*
-	 * The home wait: the loop's own wait call, at the outermost steady stack
-	 * depth. Every other wait call made in a busy period is nested (a handler
-	 * waiting) and part of the iteration (bpf/loop.bpf.c says how they are
-	 * told apart).
-	 */
-	__u32 home_kind;	/* enum lw_call_kind */
-	__u32 nested_run;	/* nested waits since the last home wait */
-	/* inside a syscall timed entry to exit (a flush, a nested wait) since call_ns */
-	__s32 call_nr;
-	__u64 home_set;		/* the epoll fd; a poll's array, a select's first set */
-	__u64 home_sp;		/* user stack pointer at the latest home wait */
+
+	/* when there is evidence, or a wait call that is not the home's */
 	__u64 home_file;	/* the epoll fd's struct file: gone when the loop closed it */
-	__u64 call_ns;
 	__u32 call_kind;	/* enum lw_call_kind */
 	struct lw_wait_fds call_wait;	/* a nested wait's fds, read at its entry */
 	__u32 pid;
 	__u32 tid;
-
-	/* totals since the thread was first seen, all monotonic */
-	__u64 iterations;
-	__u64 busy_ns;
-	__u64 idle_ns;
-	__u64 max_busy_ns;
-	__u64 blocked_ns;
-	__u64 runq_ns;
 	__u64 stalls;
 	__u64 stall_busy_ns;	/* of them: the time, exact (the histogram's is by bucket) */
-	__u64 throttled_ns;	/* of runq_ns: throttled by its cgroup's CPU quota */
-	__u64 gil_ns;		/* asleep waiting for the GIL, inside iterations */
-
-	/*
-	 * The hot part ends with the iteration's counters (struct lw_iter's
-	 * first fields): an iteration's end and a switch touch these lines,
-	 * the evidence after them only when there is some.
-	 */
-	struct lw_iter iter;
 	struct lw_block block;
 	struct lw_capture preempt_cap;	/* where it was last preempted, if walked */
 	/* the latest CPU sample's stack, and the busy period it was taken in */

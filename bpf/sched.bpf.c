@@ -57,6 +57,7 @@ static __noinline void block__note_sleep(void *ctx, struct lw_loop *l,
 	/* a syscall timed from its entry (a flush, a nested wait): its true start */
 	in_call = l->call_ns && l->call_nr == nr;
 	l->block.start_ns = in_call ? l->call_ns : now;
+	l->block_open = 1;
 	l->block.last_in_ns = now;
 	l->block.nr = nr;
 	l->block.arg0 = arg0;
@@ -129,6 +130,7 @@ static __always_inline void loop__switch_out(void *ctx, struct lw_loop *l,
 		return;
 	}
 	counter__inc(LW_CTR_PREEMPTIONS);
+	l->off_run_delay = prev->sched_info.run_delay;
 	l->off_throttled_clock = cfs__throttled_clock(prev, &l->off_cfs_rq);
 	cpu_wait__begin(l, now);
 	/* half way to a stall already: this wait's stack now, exactly where it stopped */
@@ -191,38 +193,16 @@ static __always_inline void loop__switch_in(struct lw_loop *l, struct task_struc
 	 */
 	if (l->off_blocked) {
 		l->iter.runq_ns += now - loop__book_sleep(l, now);
-		if (l->block.start_ns)
+		if (l->block_open)
 			l->block.last_in_ns = now;
 		l->off_ns = 0;
 		loop_tid__clear(l->tid, LOOP_TID_ASLEEP);
 		boost__follow(l, next, now, false);
 		return;
 	}
-	l->iter.runq_ns += now - l->off_ns;
+	runq__wait_ended(l, now - l->off_ns);
 	runq__book_throttled(l, next, now);
 	cpu_wait__end(l, now);
-	/*
-	 * The longest preemption names what the CPU was waited for in: its
-	 * own stack if the iteration was half way to a stall when it began;
-	 * else the thread resumes where it stopped, and the next CPU sample's
-	 * stack is taken there, within a tick of CPU time
-	 * (bpf/sample.bpf.c); until then, and if the iteration ends first, the
-	 * latest sample's before it. Walking at every preemption cost 8.5 us a
-	 * switch on a saturated host.
-	 */
-	if (now - l->off_ns > l->iter.runq_max_ns) {
-		l->iter.runq_max_ns = now - l->off_ns;
-		l->runq_walk_owed = !l->preempt_walked;
-		if (l->preempt_walked) {
-			bpf_probe_read_kernel(&l->iter.runq_cap, sizeof(l->iter.runq_cap),
-					      &l->preempt_cap);
-		} else {
-			struct lw_stack_ref none = { .kernel = -1 };
-
-			capture__set(&l->iter.runq_cap,
-				     l->last_walk_busy_ns == l->busy_start_ns ? &l->last_walk : &none);
-		}
-	}
 	boost__follow(l, next, now, l->runq_walk_owed && now - l->off_ns >= slow_threshold_ns / 8);
 	l->off_ns = 0;
 }
