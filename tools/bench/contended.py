@@ -7,7 +7,8 @@ Each service runs unpinned beside its load generator (both float over every CPU)
   aiohttp    Debian's python3 + aiohttp, GET /ping under wrk -t1 -c16
   memcached  memcached -t 2, sets from memcslap --concurrency=16
   node       Debian's node http server, GET /ping under wrk -t1 -c16
-Per round, five configurations (three with --modes tick), their order rotating:
+Per round, five configurations (three with --modes tick), in a balanced order
+(round__order(): each after each other equally often):
 untraced, and two pairs of the floor (empty programs on loopwatch's hooks,
 tools/bench/floor) beside loopwatch system-wide: with its defaults (CPU samples at the
 scheduler tick; the floor's -F 0 hooks the tick's timer expiries as loopwatch does),
@@ -302,6 +303,25 @@ def measure(service, config, args):
         {name: runs / n for name, (runs, _) in d.items()}, 1e6 * (cpu1 - cpu0) / n
 
 
+def round__order(n, r):
+    """The order of n configurations in round r: a Williams design, each one run after
+    each other equally often (over n rounds, 2n where n is odd), beside taking every
+    position. A plain rotation always ran the timing build right after loopwatch and
+    loopwatch right after the floor: whatever a configuration leaves behind (the
+    previous tracer's programs and maps going away, the caches it left) fell on one
+    side only. Two runs here with loopwatch's builds swapped between those places put
+    25 ns a request (10 %) on whichever ran after the floor."""
+    seq, lo, hi = [0], 1, n - 1
+    while len(seq) < n:
+        seq.append(lo)
+        lo += 1
+        if len(seq) < n:
+            seq.append(hi)
+            hi -= 1
+    order = [(i + r) % n for i in seq]
+    return order[::-1] if n % 2 and (r // n) % 2 else order
+
+
 def run_service(service, args, out):
     pairs = [MODES[m][:2] for m in args.modes]
     # a floor two modes share is measured once a round
@@ -312,9 +332,8 @@ def run_service(service, args, out):
         service.load(WARM_S)
         for r in range(args.rounds):
             print("%s round %d/%d" % (service.name, r + 1, args.rounds), file=sys.stderr)
-            k = r % len(configs)
-            for config in configs[k:] + configs[:k]:
-                rows[config].append(measure(service, config, args))
+            for i in round__order(len(configs), r):
+                rows[configs[i]].append(measure(service, configs[i], args))
     finally:
         service.stop()
     res = {}
