@@ -23,7 +23,8 @@
  * a 20 ms stall holds ~19 samples while the short iterations of a saturated
  * service add none. Each sample stands for the interval around it: the
  * tick's for a tick, the timer's for its period, and where one takes over
- * from the other, half of each (bpf/sample.bpf.h).
+ * from the other, half of each; an iteration's first for all of its CPU
+ * time before it (bpf/sample.bpf.h).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -44,7 +45,7 @@ int loop_sample(struct bpf_perf_event_data *ctx)
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u64 own;
 
-	return sample__take(ctx, task, loop__of(task), 0, sample_us, &own);
+	return sample__take(ctx, task, loop__of(task), 0, sample_us, sample_us / 2, &own);
 }
 
 /*
@@ -82,7 +83,7 @@ int BPF_PROG(loop_tick, struct hrtimer *timer)
 	 */
 	boosting = b && boost__ready(b);
 	sample__take(ctx, task, l, 0, boosting ? (sample_us + BOOST_PERIOD_US) / 2 : sample_us,
-		     &own);
+		     boosting ? BOOST_PERIOD_US / 2 : sample_us / 2, &own);
 	if (boosting && own >= sample_gate_ns)
 		boost__start(b, task->pid, l, boost_period_ns, BOOST_PERIOD_US, false);
 	return 0;
