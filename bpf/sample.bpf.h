@@ -103,7 +103,7 @@ static __always_inline int sample__take(void *ctx, struct task_struct *task, str
 					 int kskip, __u16 us, __u16 after_us, __u64 *own)
 {
 	struct lw_stack_ref st;
-	__u64 now, runq, off;
+	__u64 now, runq, slept, first_us;
 	__u32 seen, slot;
 	bool owed;
 
@@ -132,9 +132,9 @@ static __always_inline int sample__take(void *ctx, struct task_struct *task, str
 	*own = now - l->busy_start_ns - runq;
 	seen = l->iter.samples_seen++;
 	if (!seen) {
-		off = l->iter.blocked_ns + l->iter.gil_ns;
-		off = *own > off ? (*own - off) / 1000 + after_us : after_us;
-		us = off < 0xffff ? (__u16)off : 0xffff;
+		slept = l->iter.blocked_ns + l->iter.gil_ns;
+		first_us = (*own > slept ? (*own - slept) / 1000 : 0) + after_us;
+		us = first_us < 0xffff ? (__u16)first_us : 0xffff;
 	}
 	slot = seen;
 	/* past the first slots keep a uniform reservoir over the whole stall */
